@@ -1,0 +1,3 @@
+from sumo_cli.cli.app import main
+
+main()

@@ -1,0 +1,111 @@
+"""`sumo agents`: list agents, show one with its versions and record."""
+
+from __future__ import annotations
+
+import typer
+
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+
+app = typer.Typer(help="List agents, or show one with its versions and record.", invoke_without_command=True)
+
+
+@app.callback()
+@friendly
+def list_agents(
+    ctx: typer.Context,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+) -> None:
+    """List all agents (name, body, architecture, strategy, provenance, versions)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from rich.table import Table
+    from sqlalchemy import select
+
+    from sumo_cli.store.models import Agent
+
+    db = open_db(ctx)
+    with db.read() as s:
+        rows = []
+        for a in s.scalars(select(Agent).order_by(Agent.name)):
+            vs = [v.version for v in a.versions]
+            rows.append(
+                {
+                    "name": a.name,
+                    "body": a.body,
+                    "arch": a.arch,
+                    "strategy": a.strategy,
+                    "provenance": a.provenance,
+                    "versions": len(vs),
+                    "latest": max(vs) if vs else None,
+                    "default_version": a.default_version,
+                }
+            )
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        err_console.print("no agents yet: `sumo zoo import PATH` imports the original policies; `sumo train` trains one")
+        return
+    table = Table(title=f"{len(rows)} agents")
+    for col in ("name", "body", "arch", "strategy", "provenance", "versions", "latest"):
+        table.add_column(col, justify="right" if col in ("versions", "latest") else "left")
+    for r in rows:
+        table.add_row(*(str(r[c]) if r[c] is not None else "-" for c in ("name", "body", "arch", "strategy", "provenance", "versions", "latest")))
+    err_console.print(table)
+
+
+@app.command()
+@friendly
+def show(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Agent name, e.g. ant-meta or zoo-bug-lstm-v3."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+) -> None:
+    """Show one agent: its kind, provenance, versions and game record."""
+    from rich.table import Table
+
+    from sumo_cli.store import registry
+
+    db = open_db(ctx)
+    with db.read() as s:
+        resolved = registry.resolve(s, name.split("@")[0])
+        agent = registry.get_agent(s, resolved.agent_name)
+        rec = registry.record(s, agent)
+        doc = {
+            "name": agent.name,
+            "body": agent.body,
+            "arch": agent.arch,
+            "strategy": agent.strategy,
+            "provenance": agent.provenance,
+            "origin": agent.origin,
+            "default_version": resolved.version,
+            "record": {"games": rec.games, "wins": rec.wins, "draws": rec.draws, "losses": rec.losses},
+            "versions": [
+                {
+                    "version": v.version,
+                    "iteration": v.iteration,
+                    "checkpoint": v.checkpoint_path,
+                    "sha256": v.sha256,
+                    "metrics": v.metrics,
+                    "created_at": v.created_at.isoformat() if v.created_at else None,
+                }
+                for v in agent.versions
+            ],
+        }
+    if json_out:
+        print_json(doc)
+        return
+    err_console.print(
+        f"[bold]{doc['name']}[/]: {doc['body']}, {doc['arch']}, strategy {doc['strategy']}, "
+        f"{doc['provenance']}; default version {doc['default_version']}"
+    )
+    r = doc["record"]
+    err_console.print(f"record: {r['games']} games, {r['wins']} won, {r['draws']} drawn, {r['losses']} lost")
+    table = Table(title="versions")
+    for col in ("version", "iteration", "sha256", "checkpoint"):
+        table.add_column(col)
+    for v in doc["versions"][-20:]:
+        table.add_row(str(v["version"]), str(v["iteration"] if v["iteration"] is not None else "-"), v["sha256"][:12], v["checkpoint"])
+    if len(doc["versions"]) > 20:
+        err_console.print(f"(showing the last 20 of {len(doc['versions'])} versions; --json lists all)")
+    err_console.print(table)

@@ -1,0 +1,41 @@
+"""The `sumo` command. Heavy imports (torch, mujoco, alembic, matplotlib) stay inside commands so
+`sumo --help` answers at once."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from sumo_cli import __version__
+from sumo_cli.cli import agents_cmd, db_cmd
+
+app = typer.Typer(
+    name="sumo",
+    help="Continuous adaptation via meta-learning in competitive RoboSumo.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(db_cmd.app, name="db")
+app.add_typer(agents_cmd.app, name="agents")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sumo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Optional[str] = typer.Option(
+        None, "--db", envvar="SUMO_DB", help="SQLAlchemy URL or SQLite file path (default: db/sumo.sqlite)."
+    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    ctx.obj = {"db": db}
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,202 @@
+"""MJCF for the three RoboSumo bodies (Ant, Bug, Spider), generated from a few numbers each.
+
+Every body is a sphere torso (radius 0.25) on a free joint with N legs. A leg is three bodies in a
+chain hanging off the torso centre:
+
+    torso ─ leg_i   (rigid segment, no joint)
+              └ thigh_i (vertical hip hinge at the end of the rigid segment)
+                  └ shin_i  (horizontal knee hinge at the end of the thigh)
+
+Each segment is a capsule ``fromto`` its body origin to the next joint (or to the foot). A leg is
+fully described by its azimuth, the (length, rise) of its three segments and the sign convention of
+its knee: the knee axis is ``knee_sign * (z x d)`` (``d`` the leg's horizontal direction), so a
+positive angle on a leg with ``knee_sign=+1`` bends the shin down, and the joint range is
+``knee_sign * knee_range`` so that, physically, every leg bends down by the same amount.
+
+Joint, actuator and body names are prefixed (``agent0/``...); joint order within an agent is hip_1,
+knee_1, hip_2, knee_2, ..., which is the order of qpos, qvel and the actuators.
+
+The numbers (lengths, radii, ranges, densities) are the facts of the reference environment listed in
+shared/spec/robosumo-env.md; the MJCF below is written from them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+TORSO_RADIUS = 0.25
+GEAR = 150.0
+AGENT_FRICTION = (1.0, 0.5, 0.5)
+AGENT_MARGIN = 0.01
+
+
+@dataclass(frozen=True)
+class LegSpec:
+    """One leg: where it points and how its three segments are shaped.
+
+    Each segment is ``(length, rise)``: the capsule's axis length in metres and how much it climbs
+    (negative: drops) over that length; the rest of the length runs horizontally along the azimuth.
+    """
+
+    azimuth_deg: float
+    rigid: tuple[float, float]
+    thigh: tuple[float, float]
+    shin: tuple[float, float]
+    knee_sign: int  # +1: positive knee angle bends the shin down; -1: negative angle does
+    knee_range_deg: tuple[float, float]  # range for knee_sign=+1 (positive = down)
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    """A whole body: torso, legs, capsule radius, hip range and geom densities."""
+
+    name: str
+    legs: tuple[LegSpec, ...]
+    capsule_radius: float
+    hip_range_deg: float  # symmetric: [-hip, +hip]
+    torso_density: float
+    leg_density: float
+    torso_radius: float = TORSO_RADIUS
+
+    @property
+    def n_legs(self) -> int:
+        return len(self.legs)
+
+    @property
+    def n_bodies(self) -> int:
+        return 1 + 3 * self.n_legs
+
+    @property
+    def n_actions(self) -> int:
+        return 2 * self.n_legs
+
+    @property
+    def nq(self) -> int:
+        return 7 + self.n_actions
+
+    @property
+    def nv(self) -> int:
+        return 6 + self.n_actions
+
+    @property
+    def obs_size(self) -> int:
+        # own qpos + own qvel + own forces (6 per body) + opponent torso pose (7) + forces (6)
+        return self.nq + self.nv + 6 * self.n_bodies + 7 + 6
+
+
+def _ant() -> BodySpec:
+    seg = 0.2 * math.sqrt(2.0)  # 0.283
+    # Diagonal legs, counter-clockwise from (+1, +1); knee signs alternate as in the reference so
+    # that the observed joint angles have the signs its trained policies expect.
+    legs = tuple(
+        LegSpec(az, (seg, 0.0), (seg, 0.0), (2 * seg, 0.0), sign, (30.0, 70.0))
+        for az, sign in ((45.0, +1), (135.0, -1), (225.0, -1), (315.0, +1))
+    )
+    return BodySpec("ant", legs, capsule_radius=0.08, hip_range_deg=30.0,
+                    torso_density=13.0, leg_density=13.0)
+
+
+def _bug() -> BodySpec:
+    corner = ((0.28, 0.0), (0.28, 0.0), (0.505, 0.0))
+    middle = ((0.20, 0.0), (0.275, 0.0), (0.55, 0.0))
+    layout = (
+        (45.0, +1, corner),
+        (135.0, -1, corner),
+        (225.0, -1, corner),
+        (315.0, +1, corner),
+        (0.0, +1, middle),
+        (180.0, -1, middle),
+    )
+    legs = tuple(LegSpec(az, *segs, sign, (30.0, 70.0)) for az, sign, segs in layout)
+    return BodySpec("bug", legs, capsule_radius=0.08, hip_range_deg=30.0,
+                    torso_density=10.0, leg_density=10.0)
+
+
+def _spider() -> BodySpec:
+    segs = ((0.25, 0.12), (0.225, 0.12), (0.74, -0.60))
+    azimuths = (30.0, 75.0, 105.0, 150.0, 195.0, 240.0, 300.0, 345.0)
+    legs = tuple(
+        # mirrored per side: legs on the +x side use one sign convention, the -x side the other
+        LegSpec(az, *segs, +1 if math.cos(math.radians(az)) > 0 else -1, (-35.0, 45.0))
+        for az in azimuths
+    )
+    return BodySpec("spider", legs, capsule_radius=0.04, hip_range_deg=20.0,
+                    torso_density=39.0, leg_density=5.0)
+
+
+BODIES: dict[str, BodySpec] = {spec.name: spec for spec in (_ant(), _bug(), _spider())}
+
+
+def body_spec(name: str) -> BodySpec:
+    """The spec of a body by name ("ant", "bug", "spider"); ValueError for anything else."""
+    try:
+        return BODIES[name.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"unknown body {name!r}; expected one of {sorted(BODIES)}") from None
+
+
+def _fmt(values) -> str:
+    return " ".join(f"{float(v):.6g}" for v in values)
+
+
+def _segment(direction: np.ndarray, length: float, rise: float) -> np.ndarray:
+    if abs(rise) > length:
+        raise ValueError(f"segment rise {rise} exceeds its length {length}")
+    horizontal = math.sqrt(length * length - rise * rise)
+    return np.array([direction[0] * horizontal, direction[1] * horizontal, rise])
+
+
+def agent_xml(spec: BodySpec, prefix: str, pos: tuple[float, float, float],
+              contype: int, conaffinity: int, rgba: str) -> tuple[str, str]:
+    """MJCF fragments for one agent: (worldbody content, actuator content).
+
+    ``contype``/``conaffinity`` are the collision bits of every geom of this agent (the arena picks
+    them so that an agent collides with the arena and the opponent but not with itself).
+    """
+    geom_common = (
+        f'contype="{contype}" conaffinity="{conaffinity}" condim="3" '
+        f'friction="{_fmt(AGENT_FRICTION)}" margin="{AGENT_MARGIN:g}" rgba="{rgba}"'
+    )
+    r = spec.capsule_radius
+    lines = [
+        f'<body name="{prefix}torso" pos="{_fmt(pos)}">',
+        f'  <freejoint name="{prefix}root"/>',
+        f'  <geom name="{prefix}torso_geom" type="sphere" size="{spec.torso_radius:g}" '
+        f'density="{spec.torso_density:g}" {geom_common}/>',
+    ]
+    actuators = []
+    hip_lo, hip_hi = -spec.hip_range_deg, spec.hip_range_deg
+    for i, leg in enumerate(spec.legs, start=1):
+        a = math.radians(leg.azimuth_deg)
+        d = np.array([math.cos(a), math.sin(a)])
+        rigid = _segment(d, *leg.rigid)
+        thigh = _segment(d, *leg.thigh)
+        shin = _segment(d, *leg.shin)
+        knee_axis = leg.knee_sign * np.array([-d[1], d[0], 0.0])  # sign * (z x d)
+        k_lo, k_hi = sorted(leg.knee_sign * v for v in leg.knee_range_deg)
+        seg_geom = f'type="capsule" size="{r:g}" density="{spec.leg_density:g}" {geom_common}'
+        lines += [
+            f'  <body name="{prefix}leg_{i}" pos="0 0 0">',
+            f'    <geom name="{prefix}leg_{i}_geom" fromto="0 0 0 {_fmt(rigid)}" {seg_geom}/>',
+            f'    <body name="{prefix}thigh_{i}" pos="{_fmt(rigid)}">',
+            f'      <joint name="{prefix}hip_{i}" type="hinge" axis="0 0 1" '
+            f'range="{hip_lo:g} {hip_hi:g}"/>',
+            f'      <geom name="{prefix}thigh_{i}_geom" fromto="0 0 0 {_fmt(thigh)}" {seg_geom}/>',
+            f'      <body name="{prefix}shin_{i}" pos="{_fmt(thigh)}">',
+            f'        <joint name="{prefix}knee_{i}" type="hinge" axis="{_fmt(knee_axis)}" '
+            f'range="{k_lo:g} {k_hi:g}"/>',
+            f'        <geom name="{prefix}shin_{i}_geom" fromto="0 0 0 {_fmt(shin)}" {seg_geom}/>',
+            '      </body>',
+            '    </body>',
+            '  </body>',
+        ]
+        for joint in (f"hip_{i}", f"knee_{i}"):
+            actuators.append(
+                f'<motor name="{prefix}{joint}" joint="{prefix}{joint}" gear="{GEAR:g}" '
+                f'ctrllimited="true" ctrlrange="-1 1"/>'
+            )
+    lines.append('</body>')
+    return "\n".join(lines), "\n".join(actuators)

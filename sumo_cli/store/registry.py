@@ -1,0 +1,157 @@
+"""The agent registry: names to agents to versions (checkpoints), and the records the CLI shows."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from sumo_cli import names
+from sumo_cli.errors import UserError
+from sumo_cli.store.models import Agent, Match, Version
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class ResolvedVersion:
+    """Everything needed to load one agent version, detached from the session."""
+
+    agent_name: str
+    body: str
+    arch: str
+    strategy: str
+    version: int
+    version_id: int
+    checkpoint_path: str
+    sha256: str
+
+    @property
+    def display(self) -> str:
+        return f"{self.agent_name}@{self.version}"
+
+
+def get_agent(session: Session, name: str) -> Agent | None:
+    return session.scalar(select(Agent).where(Agent.name == name))
+
+
+def agent_names(session: Session) -> list[str]:
+    return list(session.scalars(select(Agent.name).order_by(Agent.name)))
+
+
+def create_agent(
+    session: Session, name: str, body: str, arch: str, strategy: str, provenance: str, origin: dict
+) -> Agent:
+    if get_agent(session, name) is not None:
+        raise UserError(f"an agent named {name!r} already exists")
+    agent = Agent(name=name, body=body, arch=arch, strategy=strategy, provenance=provenance, origin=origin)
+    session.add(agent)
+    session.flush()
+    return agent
+
+
+def add_version(
+    session: Session,
+    agent: Agent,
+    version: int,
+    checkpoint_path: str,
+    sha256: str,
+    iteration: int | None = None,
+    metrics: dict | None = None,
+) -> Version:
+    if not _SHA256.match(sha256):
+        raise ValueError(f"not a SHA-256 hex digest: {sha256!r}")
+    row = Version(
+        agent_id=agent.id,
+        version=version,
+        iteration=iteration,
+        checkpoint_path=str(checkpoint_path),
+        sha256=sha256,
+        metrics=metrics or {},
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def latest_version(session: Session, agent: Agent) -> int | None:
+    return session.scalar(select(func.max(Version.version)).where(Version.agent_id == agent.id))
+
+
+def resolve(session: Session, text: str) -> ResolvedVersion:
+    """A typed name to one stored version, or one sentence saying what exists instead."""
+    ref = names.parse(text)
+    agent = get_agent(session, ref.name)
+    if agent is None:
+        known = agent_names(session)
+        close = names.close_matches(ref.name, known)
+        if close:
+            hint = f"; close matches: {', '.join(close)}"
+        elif known:
+            hint = f"; `sumo agents` lists the {len(known)} known agents"
+        else:
+            hint = "; the database has no agents yet (import some with `sumo zoo import PATH` or train one with `sumo train`)"
+        raise UserError(f"unknown agent {text.strip()!r}{hint}")
+    wanted = ref.version or agent.default_version or latest_version(session, agent)
+    if wanted is None:
+        raise UserError(f"agent {agent.name!r} has no versions yet")
+    row = session.scalar(select(Version).where(Version.agent_id == agent.id, Version.version == wanted))
+    if row is None:
+        have = [v.version for v in agent.versions]
+        span = f"{min(have)}..{max(have)}" if have else "none"
+        raise UserError(f"agent {agent.name!r} has no version {wanted} (versions: {span})")
+    if not _SHA256.match(row.sha256 or "") or not row.checkpoint_path:
+        raise UserError(
+            f"the database row of {agent.name}@{wanted} is corrupt (checkpoint path or SHA-256 invalid); "
+            "re-import or re-train this agent"
+        )
+    return ResolvedVersion(
+        agent.name, agent.body, agent.arch, agent.strategy, row.version, row.id, row.checkpoint_path, row.sha256
+    )
+
+
+@dataclass(frozen=True)
+class Record:
+    games: int
+    wins: int
+    draws: int
+    losses: int
+
+
+def record(session: Session, agent: Agent) -> Record:
+    """Games, wins, draws and losses of all versions of an agent, from either side."""
+    ids = [v.id for v in agent.versions]
+    if not ids:
+        return Record(0, 0, 0, 0)
+    rows = session.execute(
+        select(Match.version_a_id, Match.version_b_id, Match.outcome).where(
+            or_(Match.version_a_id.in_(ids), Match.version_b_id.in_(ids))
+        )
+    ).all()
+    wins = draws = losses = 0
+    for a, b, outcome in rows:
+        if a in ids and b in ids:  # self-play: count once, as a draw of the agent with itself
+            draws += 1
+            continue
+        side = "a" if a in ids else "b"
+        if outcome == "draw":
+            draws += 1
+        elif outcome == side:
+            wins += 1
+        else:
+            losses += 1
+    return Record(len(rows), wins, draws, losses)
+
+
+def checkpoint_root(db_url: str) -> Path:
+    """Where new checkpoints go: SUMO_CHECKPOINTS, else beside an SQLite file, else ./checkpoints."""
+    import os
+
+    if os.environ.get("SUMO_CHECKPOINTS"):
+        return Path(os.environ["SUMO_CHECKPOINTS"]).resolve()
+    if db_url.startswith("sqlite:///") and db_url != "sqlite:///:memory:":
+        return Path(db_url.split("///", 1)[1]).parent / "checkpoints"
+    return Path("checkpoints").resolve()
