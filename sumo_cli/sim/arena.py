@@ -73,7 +73,6 @@ def scene_xml(body_a: str | BodySpec, body_b: str | BodySpec, physics: str = "fa
     return f"""<mujoco model="robosumo_{spec_a.name}_vs_{spec_b.name}">
 <compiler angle="degree" inertiafromgeom="true" autolimits="true"/>
 <option timestep="{TIMESTEP:g}" integrator="{integrator}" jacobian="dense"/>
-<size memory="8M"/>
 <default>
   <joint limited="true" armature="1" damping="1"/>
 </default>

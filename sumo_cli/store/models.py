@@ -71,6 +71,10 @@ class Version(Base):
     agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), index=True)
     version: Mapped[int] = mapped_column(Integer)
     iteration: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The training run that produced this snapshot (None for imported agents).
+    run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL"), nullable=True, index=True
+    )
     checkpoint_path: Mapped[str] = mapped_column(String(1024))
     sha256: Mapped[str] = mapped_column(String(64))
     metrics: Mapped[dict] = mapped_column(JSON, default=dict)

@@ -1,0 +1,82 @@
+"""Shared fixtures: a fresh database per test (SQLite; PostgreSQL where a server is reachable),
+the CLI runner, and the zoo location (tests that need the original policies skip without it)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+ZOO_DIR = os.environ.get("SUMO_ZOO_DIR")
+POSTGRES_URL = os.environ.get("SUMO_TEST_POSTGRES")
+
+needs_zoo = pytest.mark.skipif(
+    not ZOO_DIR, reason="SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project"
+)
+
+
+@pytest.fixture
+def zoo_dir() -> Path:
+    if not ZOO_DIR:
+        pytest.skip("SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")
+    return Path(ZOO_DIR)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'db' / 'sumo.sqlite'}"
+
+
+def _postgres_url() -> str:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards by the fixture."""
+    if not POSTGRES_URL:
+        pytest.skip("SUMO_TEST_POSTGRES is unset: no PostgreSQL server to test against (.ci/run starts one)")
+    from sqlalchemy import create_engine, text
+
+    name = f"sumo_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
+
+
+def _drop_postgres(url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    name = url.rsplit("/", 1)[1]
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_db_url(request, tmp_path: Path):  # noqa: ANN001
+    """The same test on SQLite and on a real PostgreSQL server."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'db' / 'sumo.sqlite'}"
+        return
+    url = _postgres_url()
+    yield url
+    _drop_postgres(url)
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch):  # noqa: ANN001
+    """Run `sumo ...` in-process in a fresh working directory; returns (exit_code, stdout, stderr)."""
+    from typer.testing import CliRunner
+
+    from sumo_cli.cli.app import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SUMO_DB", raising=False)
+    runner = CliRunner()
+
+    def run(*args: str):
+        result = runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    return run
