@@ -48,7 +48,7 @@ def list_agents(
         return
     table = Table(title=f"{len(rows)} agents")
     for col in ("name", "body", "arch", "strategy", "provenance", "versions", "latest"):
-        table.add_column(col, justify="right" if col in ("versions", "latest") else "left")
+        table.add_column(col, justify="right" if col in ("versions", "latest") else "left", no_wrap=col == "name")
     for r in rows:
         table.add_row(*(str(r[c]) if r[c] is not None else "-" for c in ("name", "body", "arch", "strategy", "provenance", "versions", "latest")))
     err_console.print(table)

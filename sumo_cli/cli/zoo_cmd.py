@@ -1,0 +1,34 @@
+"""`sumo zoo import PATH`: the original RoboSumo policies as playable agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+
+app = typer.Typer(help="Import the original RoboSumo policy zoo.", no_args_is_help=True)
+
+
+@app.command("import")
+@friendly
+def import_(
+    ctx: typer.Context,
+    path: Path = typer.Argument(
+        ...,
+        help="A copy of the archived robosumo repository, or a folder of <body>-<arch>-v<k>.npy files.",
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+) -> None:
+    """Import the 18 original policies as agents zoo-<body>-<arch>-v<k> (no adaptation)."""
+    from sumo_cli.library import import_zoo
+
+    db = open_db(ctx)
+    report = import_zoo(db, path)
+    if json_out:
+        print_json({"imported": report.imported, "skipped": report.skipped})
+        return
+    err_console.print(f"imported {len(report.imported)} agents" + (f", {len(report.skipped)} already present" if report.skipped else ""))
+    for name in report.imported:
+        err_console.print(f"  {name}")

@@ -1,0 +1,112 @@
+"""The agent library: what joins checkpoints (nets) to the registry (store).
+
+Importing the original zoo, saving a new version of an agent, and loading an agent version with
+its checkpoint verified against the SHA-256 the database recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from sumo_cli.errors import UserError
+from sumo_cli.nets.checkpoint import checkpoint_tensors, load_checkpoint, save_checkpoint
+from sumo_cli.nets.policy import PolicySpec
+from sumo_cli.store import registry
+from sumo_cli.store.database import Database
+
+
+@dataclass
+class LoadedAgent:
+    """An agent version ready to play: its parameters, normaliser statistics and strategy."""
+
+    name: str
+    version: int
+    version_id: int
+    body: str
+    arch: str
+    strategy: str
+    spec: PolicySpec
+    params: dict[str, torch.Tensor]
+    obs_stats: dict[str, torch.Tensor]
+    meta_params: dict[str, torch.Tensor]
+    metadata: dict
+
+    @property
+    def display(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+def load_agent(db: Database, name: str) -> LoadedAgent:
+    with db.read() as s:
+        rv = registry.resolve(s, name)
+    path = Path(rv.checkpoint_path)
+    ckpt = load_checkpoint(path, rv.sha256)
+    if ckpt.spec.obs_dim <= 0:
+        raise UserError(f"checkpoint of {rv.display} has an invalid policy spec")
+    return LoadedAgent(
+        name=rv.agent_name,
+        version=rv.version,
+        version_id=rv.version_id,
+        body=rv.body,
+        arch=rv.arch,
+        strategy=rv.strategy,
+        spec=ckpt.spec,
+        params=ckpt.params,
+        obs_stats=ckpt.obs_stats,
+        meta_params=ckpt.meta_params,
+        metadata=ckpt.metadata,
+    )
+
+
+def checkpoint_file(db: Database, agent_name: str, version: int) -> Path:
+    return registry.checkpoint_root(db.url) / agent_name / f"v{version:05d}"
+
+
+@dataclass
+class ImportReport:
+    imported: list[str]
+    skipped: list[str]
+
+
+def import_zoo(db: Database, path: str | Path) -> ImportReport:
+    """Import every original policy found under ``path`` as ``zoo-<body>-<arch>-v<k>`` (version 1).
+    All files are parsed before anything is written, so a bad file leaves the database untouched."""
+    from sumo_cli.nets.zoo import find_zoo_files, load_zoo_file
+
+    found = find_zoo_files(path)
+    parsed = []
+    for body, arch, k, file in found:
+        spec, params, obs_stats, meta = load_zoo_file(file, body, arch)
+        source_sha = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+        parsed.append((f"zoo-{body}-{arch}-v{k}", body, arch, spec, params, obs_stats, meta, source_sha))
+    imported, skipped = [], []
+    with db.write() as s:
+        for name, body, arch, spec, params, obs_stats, meta, source_sha in parsed:
+            existing = registry.get_agent(s, name)
+            if existing is not None:
+                if existing.origin.get("source_sha256") != source_sha:
+                    raise UserError(
+                        f"{name} is already imported from a different file; remove it first or import another copy under a new database"
+                    )
+                skipped.append(name)
+                continue
+            base = checkpoint_file(db, name, 1)
+            digest = save_checkpoint(
+                base,
+                checkpoint_tensors(params, obs_stats),
+                spec,
+                body=body,
+                strategy="none",
+                metadata={"agent": name, "version": 1, "origin": "robosumo-zoo", "return_filter": meta["return_filter"]},
+            )
+            agent = registry.create_agent(
+                s, name, body, arch, "none", "zoo",
+                {"source": "robosumo-zoo", "file": str(Path(meta["file"]).resolve()), "source_sha256": source_sha},
+            )
+            registry.add_version(s, agent, 1, str(base), digest)
+            imported.append(name)
+    return ImportReport(imported, skipped)
