@@ -52,4 +52,6 @@ def wilson_interval(successes: float, trials: int, z: float = 1.959963984540054)
     denom = 1.0 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denom
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half))
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= trials else min(1.0, centre + half)
+    return Interval(p, low, high)
