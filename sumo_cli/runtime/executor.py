@@ -1,0 +1,126 @@
+"""The one small interface that runs independent jobs (rollouts, games) in parallel.
+
+Local processes by default (spawn-based, one torch/BLAS thread each); Ray when an address is given
+(``--address`` or RAY_ADDRESS; ``pip install -e '.[ray]'``). Jobs are plain functions of plain
+arguments returning plain results: only the driver touches the database.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, Callable, Iterable, Iterator, Protocol
+
+from sumo_cli.errors import UserError
+
+
+def _init_worker() -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+class Executor(Protocol):
+    workers: int
+
+    def run(self, fn: Callable[..., Any], jobs: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, Any]]:
+        """Yield (key, fn(*args)) for each (key, args) as results complete (any order)."""
+
+    def close(self) -> None: ...
+
+
+class InlineExecutor:
+    """Runs jobs one after another in this process (workers = 1; also the easiest to debug)."""
+
+    workers = 1
+
+    def run(self, fn, jobs):  # noqa: ANN001
+        for key, args in jobs:
+            yield key, fn(*args)
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessExecutor:
+    """A spawn-based process pool; keeps at most 2 x workers jobs in flight so results stream."""
+
+    def __init__(self, workers: int):
+        import multiprocessing as mp
+
+        self.workers = workers
+        self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker)
+
+    def run(self, fn, jobs):  # noqa: ANN001
+        pending: dict[Future, int] = {}
+        it = iter(jobs)
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < 2 * self.workers:
+                try:
+                    key, args = next(it)
+                except StopIteration:
+                    exhausted = True
+                    break
+                pending[self._pool.submit(fn, *args)] = key
+            if not pending:
+                return
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                key = pending.pop(fut)
+                yield key, fut.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class RayExecutor:
+    """Jobs as Ray tasks on a cluster; the driver consumes results as they arrive."""
+
+    def __init__(self, address: str, workers: int | None = None):
+        try:
+            import ray
+        except ImportError:
+            raise UserError("--address needs Ray: pip install -e '.[ray]'") from None
+        self._ray = ray
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        self.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def run(self, fn, jobs):  # noqa: ANN001
+        ray = self._ray
+        remote = ray.remote(num_cpus=1)(fn)
+        pending: dict[Any, int] = {}
+        it = iter(jobs)
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < 2 * self.workers:
+                try:
+                    key, args = next(it)
+                except StopIteration:
+                    exhausted = True
+                    break
+                pending[remote.remote(*args)] = key
+            if not pending:
+                return
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                yield pending.pop(ref), ray.get(ref)
+
+    def close(self) -> None:
+        pass
+
+
+def make_executor(workers: int | None = None, address: str | None = None) -> Executor:
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        return RayExecutor(address, workers)
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, got {workers}")
+    return InlineExecutor() if workers == 1 else ProcessExecutor(workers)
