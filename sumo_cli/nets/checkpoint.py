@@ -175,7 +175,7 @@ def save_checkpoint(
     clash = sorted(set(extra) & set(RESERVED))
     if clash:
         raise ValueError(f"metadata keys {clash} are reserved")
-    clean = {k: v.detach().to("cpu").contiguous().clone() for k, v in sorted(tensors.items())}
+    clean = {k: v.detach().to("cpu").clone(memory_format=torch.contiguous_format) for k, v in sorted(tensors.items())}
     meta: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -177,7 +177,7 @@ def init_params(spec: PolicySpec, generator: torch.Generator, dtype: torch.dtype
             params[key] = _orthogonal(*shape, 0.01 if net == "pi" else 1.0, generator)
         else:
             params[key] = _orthogonal(*shape, math.sqrt(2.0), generator)
-    return {k: v.to(dtype) for k, v in params.items()}
+    return {k: v.to(dtype).contiguous() for k, v in params.items()}
 
 
 def stack_params(dicts: list[dict[str, Tensor]]) -> dict[str, Tensor]:
