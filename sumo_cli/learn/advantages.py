@@ -27,10 +27,12 @@ def gae(rollout: Rollout, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
         else:
             next_value = values[t + 1]
         # After an ended episode the next step's value belongs to a new episode: replace it by the
-        # bootstrap of the episode that ended (0 if terminated, V(final obs) if truncated).
-        next_value = torch.where(ended[t], rollout.final_values[t] * rollout.truncated[t], next_value)
+        # bootstrap of the episode that ended (0 if terminated, V(final obs) if truncated only;
+        # termination wins where an env reports both, as Gymnasium specifies).
+        bootstrap = rollout.final_values[t] * (rollout.truncated[t] & ~rollout.terminated[t])
+        next_value = torch.where(ended[t], bootstrap, next_value)
         delta = rewards[t] + gamma * next_value - values[t]
-        running = delta + gamma * lam * (~ended[t]) * running
+        running = delta + (gamma * lam) * running * (~ended[t])  # bool last: keeps the dtype of running
         adv[t] = running
     return adv, adv + values
 
@@ -40,6 +42,6 @@ def discounted_returns(rewards: Tensor, ended: Tensor, gamma: float) -> Tensor:
     out = torch.zeros_like(rewards)
     running = torch.zeros_like(rewards[0])
     for t in reversed(range(rewards.shape[0])):
-        running = rewards[t] + gamma * (~ended[t]) * running
+        running = rewards[t] + gamma * running * (~ended[t])
         out[t] = running
     return out

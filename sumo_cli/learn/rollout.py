@@ -29,6 +29,22 @@ class Rollout:
     # RL^2 inputs: previous reward and done flag seen at each step (zeros for other archs).
     prev_rewards: Tensor | None = None  # (T, N)
     prev_dones: Tensor | None = None  # (T, N)
+    # Recurrent state resets, which for RL^2 differ from episode starts (its state lives for a whole
+    # interaction with one task/opponent). None means "same as first" (plain LSTM, MLP).
+    state_reset: Tensor | None = None  # (T, N) bool: the state was zeroed before step t
+    task_end: Tensor | None = None  # (T, N) bool: the state is zeroed after step t (the interaction ended)
+    # Stored recurrent states for truncated BPTT: chunk_states[k][c] is the state fed into step
+    # c * chunk_len (after any reset there); chunk_states[k][0] equals state0.
+    chunk_len: int = 0  # 0: no chunk states stored
+    chunk_states: dict[str, Tensor] = field(default_factory=dict)  # each (ceil(T / chunk_len), N, H)
+    # The observation-normalisation statistics the behaviour policy used (frozen for the rollout),
+    # so the learner normalises exactly as the actions were chosen. None: the learner's own.
+    norm_stats: dict[str, Tensor] | None = None
+
+    @property
+    def resets(self) -> Tensor:
+        """(T, N) bool: where the recurrent state was zeroed before the step."""
+        return self.first if self.state_reset is None else self.state_reset
 
     @property
     def num_steps(self) -> int:
