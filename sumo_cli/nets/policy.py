@@ -246,6 +246,10 @@ def rl2_input(obs_z: Tensor, prev_reward: Tensor, prev_done: Tensor) -> Tensor:
 def _linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
     """``x @ w + b`` where ``w`` is ``(*G, in, out)``, ``b`` is ``(*G, out)`` and ``x`` is
     ``(*G, *batch, in)``: one batched matmul over the agent dims, no Python loop."""
+    if w.dim() == 2:
+        if x.dim() == 2:
+            return torch.addmm(b, x, w)  # the common single-agent case, in one kernel
+        return torch.matmul(x, w) + b
     agent = w.shape[:-2]
     n = len(agent)
     if tuple(x.shape[:n]) != tuple(agent):
@@ -305,6 +309,17 @@ def forward(
     mean, ph, pc = _lstm_net(params, "pi", obs_z, state["pi/h"], state["pi/c"])
     value, vh, vc = _lstm_net(params, "vf", obs_z, state["vf/h"], state["vf/c"])
     return mean, value[..., 0], {"pi/h": ph, "pi/c": pc, "vf/h": vh, "vf/c": vc}
+
+
+def policy_mean(spec: PolicySpec, params: Params, obs_z: Tensor, state: State) -> tuple[Tensor, State]:
+    """The policy half of :func:`forward` only: ``(mean, new_state)``, where the value net's state
+    entries are passed through unchanged. For acting when values are not needed at every step
+    (games compute them afterwards, for the agents that adapt, with :func:`forward_sequence`)."""
+    _check_input(spec, obs_z)
+    if spec.arch == "mlp":
+        return _mlp_net(params, "pi", obs_z), state
+    mean, ph, pc = _lstm_net(params, "pi", obs_z, state["pi/h"], state["pi/c"])
+    return mean, {**state, "pi/h": ph, "pi/c": pc}
 
 
 def forward_sequence(

@@ -1,0 +1,302 @@
+"""The iterated adaptation game (paper, Sec. 4.2): K rounds of E bouts between two agents that
+adapt between rounds.
+
+A round's E episodes run as one batch of bouts (both agents' policies evaluated in one batched call
+per step each); after the round each agent's strategy turns its experience into the parameters of
+the next round. States are reset at the start of the game. With a learning opponent, B plays round
+r with version ``start + r``, as if it kept training by self-play.
+
+This module is plain computation: it takes agent data and returns results; the caller stores them.
+RL^2 runs its E episodes of a round as E parallel streams; stream j continues its recurrent state
+from stream j of the previous round (the state lives for the whole game with one opponent).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+
+from sumo_cli.compete.rules import game_outcome, round_outcome
+from sumo_cli.compete.schedule import game_seed
+from sumo_cli.learn import strategies as S
+from sumo_cli.nets import normalizer as nz
+from sumo_cli.nets import policy as P
+from sumo_cli.nets.policy import PolicySpec
+
+
+@dataclass
+class AgentData:
+    """An agent version as plain data (what crosses process boundaries to a game worker)."""
+
+    name: str
+    version: int
+    body: str
+    strategy: str
+    spec: dict
+    params: dict[str, np.ndarray]
+    obs_stats: dict[str, np.ndarray]
+    meta: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def display(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @classmethod
+    def from_loaded(cls, agent) -> "AgentData":  # noqa: ANN001 - a library.LoadedAgent
+        return cls(
+            name=agent.name,
+            version=agent.version,
+            body=agent.body,
+            strategy=agent.strategy,
+            spec=agent.spec.to_dict(),
+            params={k: v.numpy() for k, v in agent.params.items()},
+            obs_stats={k: v.numpy() for k, v in agent.obs_stats.items()},
+            meta={k: v.numpy() for k, v in agent.meta_params.items()},
+        )
+
+    def player(self) -> S.Player:
+        return S.Player(
+            name=self.display,
+            strategy=self.strategy,
+            spec=PolicySpec.from_dict(self.spec),
+            theta={k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in self.params.items()},
+            obs_stats={k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in self.obs_stats.items()},
+            meta={k: torch.from_numpy(np.asarray(v)) for k, v in self.meta.items()},
+        )
+
+
+@dataclass
+class GameSettings:
+    rounds: int = 100  # paper: 100 rounds
+    episodes: int = 3  # paper: 3 episodes (bouts) per round
+    physics: str = "faithful"  # "faithful" (RK4, as the original) or "fast" (implicitfast)
+    threads: int = 1  # physics threads inside this game (games themselves run in parallel)
+
+
+@dataclass
+class EpisodeResult:
+    outcome: str  # from A's side: "win", "loss", "draw"
+    reason: str  # "ring_out", "fall", "timeout", "unstable"
+    length: int
+
+
+@dataclass
+class RoundResult:
+    index: int
+    version_a: int
+    version_b: int
+    outcome: str  # "a", "b", "draw"
+    wins_a: int
+    wins_b: int
+    draws: int
+    episodes: list[EpisodeResult]
+
+
+@dataclass
+class GameResult:
+    a: str
+    b: str
+    seed: int
+    settings: dict
+    outcome: str
+    rounds_won_a: int
+    rounds_won_b: int
+    rounds_drawn: int
+    rounds: list[RoundResult]
+    timing: dict
+    wall_seconds: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+_EPISODE_OUTCOME = {1: "win", 2: "loss", 3: "draw"}
+
+
+class _Side:
+    """One agent's side of the bouts of a round: the policy call per step and the round's buffers.
+
+    Only the policy net runs at every step; log-probabilities are computed once per round, and
+    values only for the agents whose strategy needs them (after the round, in one sequence pass)."""
+
+    def __init__(self, player: S.Player, E: int, max_len: int, generator: torch.Generator):
+        self.E = E
+        self.gen = generator
+        self.set_player(player)
+        spec = player.spec
+        self.obs = torch.zeros(max_len, E, spec.obs_dim)
+        self.actions = torch.zeros(max_len, E, spec.act_dim)
+        self.means = torch.zeros(max_len, E, spec.act_dim)
+        self.rew = torch.zeros(max_len, E)
+        self.prev_r = torch.zeros(max_len, E)
+        self.prev_d = torch.zeros(max_len, E)
+        self.state = P.initial_state(spec, E)
+        self.prev_reward = torch.zeros(E)
+        self.prev_done = torch.zeros(E)
+
+    def set_player(self, player: S.Player) -> None:
+        self.p = player
+        # The normaliser is fixed during a game: compute mean and std once, not at every step.
+        mean, std = nz.mean_std(player.obs_stats)
+        self.norm_mean, self.norm_std = mean.float(), std.float()
+
+    def _input(self, obs: torch.Tensor, prev_reward: torch.Tensor, prev_done: torch.Tensor) -> torch.Tensor:
+        x = torch.clamp((obs - self.norm_mean) / self.norm_std, -nz.CLIP, nz.CLIP)
+        if self.p.spec.arch == "rl2":
+            x = P.rl2_input(x, prev_reward, prev_done)
+        return x
+
+    def start_round(self) -> None:
+        if self.p.carries_state:
+            # RL^2: the state carries on; the new episode is flagged through prev_done.
+            self.prev_done = torch.ones(self.E) if self.p.scratch.get("started") else torch.zeros(self.E)
+        else:
+            self.state = P.initial_state(self.p.spec, self.E)
+            self.prev_reward = torch.zeros(self.E)
+            self.prev_done = torch.zeros(self.E)
+        self.p.scratch["started"] = True
+        self.state0 = dict(self.state)
+
+    @torch.no_grad()
+    def act(self, t: int, obs: np.ndarray) -> np.ndarray:
+        o = torch.from_numpy(obs).float()
+        self.prev_r[t], self.prev_d[t] = self.prev_reward, self.prev_done
+        mean, self.state = P.policy_mean(self.p.spec, self.p.params, self._input(o, self.prev_reward, self.prev_done), self.state)
+        action = P.sample(mean, self.p.params["logstd"], self.gen)
+        self.obs[t], self.means[t], self.actions[t] = o, mean, action
+        return action.numpy().astype(np.float64)
+
+    def record(self, t: int, reward: np.ndarray, active: np.ndarray) -> None:
+        r = torch.from_numpy(reward).float() * torch.from_numpy(active)
+        self.rew[t] = r
+        self.prev_reward = r
+        self.prev_done = torch.zeros(self.E)
+
+    @torch.no_grad()
+    def experience(self, lengths: np.ndarray, terminated: np.ndarray, final_obs: np.ndarray) -> S.Experience:
+        L = int(lengths.max())
+        E = self.E
+        spec, params = self.p.spec, self.p.params
+        logp = P.log_prob(self.means[:L], params["logstd"], self.actions[:L])
+        values = torch.zeros(L, E)
+        final_v = torch.zeros(E)
+        if self.p.strategy in S.NEEDS_VALUES:
+            # One pass over the round with the final observation appended after each episode's
+            # last step, so V(final obs) comes out of the same unroll.
+            n = torch.from_numpy(lengths.astype(np.int64))
+            obs = torch.cat([self.obs[:L], torch.zeros(1, E, spec.obs_dim)])
+            obs[n, torch.arange(E)] = torch.from_numpy(final_obs).float()
+            prev_r = torch.cat([self.prev_r[:L], self.rew[n - 1, torch.arange(E)][None]])
+            prev_d = torch.cat([self.prev_d[:L], torch.zeros(1, E)])
+            _, v, _ = P.forward_sequence(spec, params, self._input(obs, prev_r, prev_d), self.state0)
+            values, final_v = v[:L], v[n, torch.arange(E)]
+        mask = torch.arange(L)[:, None] < torch.from_numpy(lengths)[None]
+        return S.Experience(
+            obs=self.obs[:L].clone(), actions=self.actions[:L].clone(), logp=logp * mask,
+            values=values * mask, rewards=self.rew[:L].clone(), prev_rewards=self.prev_r[:L].clone(),
+            prev_dones=self.prev_d[:L].clone(), lengths=torch.from_numpy(lengths.astype(np.int64)),
+            terminated=torch.from_numpy(terminated), final_values=final_v, state0=self.state0,
+        )
+
+
+def play_game(
+    a: AgentData,
+    b: AgentData | list[AgentData],
+    settings: GameSettings,
+    seed: int,
+    on_round: Callable[[RoundResult], None] | None = None,
+) -> GameResult:
+    """Play one iterated game. ``b`` may be a list of versions, one per round (learning opponent)."""
+    from sumo_cli.sim.sumo_env import MAX_STEPS, REASONS, BatchedSumo
+
+    if settings.rounds < 1 or settings.episodes < 1:
+        raise ValueError("a game needs at least one round of at least one episode")
+    b_versions = b if isinstance(b, list) else [b]
+    if len(b_versions) not in (1, settings.rounds):
+        raise ValueError("a learning opponent needs one version per round")
+    torch.set_num_threads(1)  # tiny batched calls: threads cost more than they give; games run in parallel
+    t_start = time.perf_counter()
+    timing = {"physics": 0.0, "policy": 0.0, "adapt_a": 0.0, "adapt_b": 0.0}
+    E = settings.episodes
+    torch_gen = torch.Generator().manual_seed(game_seed(seed, 0xAC7))
+    pa = a.player()
+    pb_all = [v.player() for v in b_versions]
+    S.start_game([pa, pb_all[0]])
+    env = BatchedSumo(a.body, b_versions[0].body, E, physics=settings.physics, seed=seed, auto_reset=False,
+                      n_threads=settings.threads)
+    max_len = MAX_STEPS + 1
+    side_a = _Side(pa, E, max_len, torch_gen)
+    pb = pb_all[0]
+    side_b = _Side(pb, E, max_len, torch_gen)
+    rounds: list[RoundResult] = []
+    try:
+        for r in range(settings.rounds):
+            if len(pb_all) > 1 and r > 0:
+                # The learning opponent's next version: it keeps no adaptation state from the last.
+                pb = pb_all[r]
+                S.start_game([pb])
+                side_b.set_player(pb)
+            obs_a, obs_b = env.reset(seed=game_seed(seed, r))
+            side_a.start_round()
+            side_b.start_round()
+            lengths = np.zeros(E, dtype=np.int64)
+            outcome = np.zeros(E, dtype=np.int8)
+            reason = np.zeros(E, dtype=np.int8)
+            final_a, final_b = obs_a.copy(), obs_b.copy()
+            t = 0
+            while not env.finished.all():
+                active = ~env.finished
+                t0 = time.perf_counter()
+                act_a = side_a.act(t, obs_a)
+                act_b = side_b.act(t, obs_b)
+                t1 = time.perf_counter()
+                res = env.step(act_a, act_b)
+                t2 = time.perf_counter()
+                timing["policy"] += t1 - t0
+                timing["physics"] += t2 - t1
+                side_a.record(t, res.dense_a + res.sparse_a, active)
+                side_b.record(t, res.dense_b + res.sparse_b, active)
+                ended = res.done & active
+                if ended.any():
+                    lengths[ended] = res.length[ended]
+                    outcome[ended] = res.outcome[ended]
+                    reason[ended] = res.reason[ended]
+                    final_a[ended], final_b[ended] = res.final_obs_a[ended], res.final_obs_b[ended]
+                obs_a, obs_b = res.obs_a, res.obs_b
+                t += 1
+            terminated = (reason == 1) | (reason == 2)  # ring-out or fall; a time-out (or unstable) draw is a truncation
+            eps = [EpisodeResult(_EPISODE_OUTCOME[int(o)], REASONS[int(c)], int(n)) for o, c, n in zip(outcome, reason, lengths)]
+            wins_a = sum(e.outcome == "win" for e in eps)
+            wins_b = sum(e.outcome == "loss" for e in eps)
+            rr = RoundResult(r, a.version, b_versions[min(r, len(b_versions) - 1)].version,
+                             round_outcome(wins_a, wins_b), wins_a, wins_b, E - wins_a - wins_b, eps)
+            rounds.append(rr)
+            if on_round is not None:
+                on_round(rr)
+            if r == settings.rounds - 1:
+                break
+            exp_a = side_a.experience(lengths, terminated, final_a)
+            exp_b = side_b.experience(lengths, terminated, final_b)
+            t3 = time.perf_counter()
+            S.adapt([pa], [exp_a])
+            t4 = time.perf_counter()
+            if len(pb_all) == 1:
+                S.adapt([pb], [exp_b])
+            t5 = time.perf_counter()
+            timing["adapt_a"] += t4 - t3
+            timing["adapt_b"] += t5 - t4
+    finally:
+        env.close()
+    won_a = sum(rr.outcome == "a" for rr in rounds)
+    won_b = sum(rr.outcome == "b" for rr in rounds)
+    wall = time.perf_counter() - t_start
+    timing["bookkeeping"] = max(0.0, wall - sum(timing.values()))
+    return GameResult(
+        a=a.display, b=b_versions[0].display, seed=seed, settings=asdict(settings),
+        outcome=game_outcome(won_a, won_b, len(rounds)), rounds_won_a=won_a, rounds_won_b=won_b,
+        rounds_drawn=len(rounds) - won_a - won_b, rounds=rounds, timing=timing, wall_seconds=wall,
+    )

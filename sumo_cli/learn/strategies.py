@@ -1,0 +1,96 @@
+"""Adaptation strategies behind one interface.
+
+Between the rounds of an iterated game every agent turns the experience of the round into the
+parameters it plays the next round with:
+
+- ``none``: keeps its parameters;
+- ``track``: keeps doing PPO updates on the experience it collects (the paper's baseline (iii));
+- ``rl2``: no parameter change; its recurrent state carries over all episodes with one opponent
+  and is reset when the opponent changes (a new game);
+- ``meta``: the learned meta-update (Algorithm 2): it always acts with phi, recomputed after every
+  round from theta* and alpha* on a buffer of recent episodes, importance-weighted.
+
+Games call strategies only through :func:`start_game` and :func:`adapt`, for many players at once:
+players of the same strategy and architecture are adapted in one batched call where the strategy
+allows it (meta), otherwise one after another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from sumo_cli.nets import policy as P
+
+STRATEGIES = ("none", "track", "meta", "rl2")
+#: Strategies whose adaptation needs value estimates of the round's steps.
+NEEDS_VALUES = ("track", "meta")
+
+
+@dataclass
+class Experience:
+    """One player's episodes of one round, time-major and padded at the end: (L, E, ...).
+
+    ``state0`` is the recurrent state before each episode's first step (zeros except for RL^2,
+    whose state carries over); ``prev_rewards``/``prev_dones`` are RL^2's extra inputs."""
+
+    obs: Tensor  # (L, E, D) raw observations
+    actions: Tensor  # (L, E, A)
+    logp: Tensor  # (L, E) behaviour log-probabilities
+    values: Tensor  # (L, E)
+    rewards: Tensor  # (L, E)
+    prev_rewards: Tensor  # (L, E)
+    prev_dones: Tensor  # (L, E)
+    lengths: Tensor  # (E,) long
+    terminated: Tensor  # (E,) bool: decided (bootstrap 0) rather than the step limit's draw
+    final_values: Tensor  # (E,) V(final obs), used where not terminated
+    state0: dict[str, Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class Player:
+    """One agent inside one game: what it was loaded with and what it plays with now."""
+
+    name: str
+    strategy: str
+    spec: P.PolicySpec
+    theta: P.Params  # the trained parameters (never changed by a game)
+    obs_stats: dict[str, Tensor]  # observation normaliser, fixed during games
+    meta: dict[str, Tensor] = field(default_factory=dict)  # e.g. meta/log_alpha
+    params: P.Params = field(default_factory=dict)  # the parameters it acts with this round
+    scratch: dict = field(default_factory=dict)  # per-game strategy state (optimiser, buffer, carry)
+
+    @property
+    def carries_state(self) -> bool:
+        """True when the recurrent state survives episode ends (RL^2)."""
+        return self.strategy == "rl2"
+
+
+def start_game(players: list[Player]) -> None:
+    """Reset every player to its trained parameters and forget all per-game state."""
+    for p in players:
+        if p.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {p.strategy!r}")
+        p.params = {k: v.detach().clone() for k, v in p.theta.items()}
+        p.scratch = {}
+
+
+def adapt(players: list[Player], experiences: list[Experience]) -> None:
+    """Update each player's ``params`` from its round's experience."""
+    by_kind: dict[tuple, list[int]] = {}
+    for i, p in enumerate(players):
+        by_kind.setdefault((p.strategy, p.spec), []).append(i)
+    for (strategy, _spec), idx in by_kind.items():
+        if strategy in ("none", "rl2"):
+            continue
+        if strategy == "track":
+            from sumo_cli.learn.tracking import track_update
+
+            for i in idx:
+                track_update(players[i], experiences[i])
+        elif strategy == "meta":
+            from sumo_cli.learn.meta_execution import meta_update
+
+            meta_update([players[i] for i in idx], [experiences[i] for i in idx])
