@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from sumo_cli import __version__
-from sumo_cli.cli import agents_cmd, db_cmd, zoo_cmd
+from sumo_cli.cli import agents_cmd, db_cmd, matches_cmd, play_cmd, zoo_cmd
 
 app = typer.Typer(
     name="sumo",
@@ -19,6 +19,9 @@ app = typer.Typer(
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(agents_cmd.app, name="agents")
 app.add_typer(zoo_cmd.app, name="zoo")
+app.command("play")(play_cmd.play)
+app.add_typer(matches_cmd.matches_app, name="matches")
+app.command("runs")(matches_cmd.runs)
 
 
 def _version(value: bool) -> None:

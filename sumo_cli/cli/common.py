@@ -20,7 +20,7 @@ err_console = Console(stderr=True)
 
 
 def friendly(fn: Callable) -> Callable:
-    """Turn UserError into one sentence and exit code 2 instead of a traceback."""
+    """Turn UserError into one sentence and exit code 2 instead of a traceback; Ctrl-C into 130."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -29,6 +29,11 @@ def friendly(fn: Callable) -> Callable:
         except UserError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            # Commands with long runs save their progress and print the resume command themselves;
+            # reaching here means nothing was left to save.
+            err_console.print("interrupted; nothing was written")
+            raise typer.Exit(130) from None
 
     return wrapper
 

@@ -1,0 +1,175 @@
+"""Writing and reading games (matches with rounds and episodes), runs and ratings.
+
+Everything here takes and returns plain data; only the driver process calls it, in short
+transactions, so a crash never leaves a half-written game.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from sumo_cli.errors import UserError
+from sumo_cli.store.models import Episode, Match, Rating, Round, Run, Version
+
+
+def record_game(
+    session: Session,
+    result: dict,
+    version_a_id: int,
+    version_b_id: int,
+    *,
+    code_version: str,
+    mujoco_version: str,
+    run_id: int | None = None,
+    run_index: int | None = None,
+) -> int:
+    """Store one finished game (the dict of compete.game.GameResult) and return the match id."""
+    match = Match(
+        run_id=run_id,
+        run_index=run_index,
+        version_a_id=version_a_id,
+        version_b_id=version_b_id,
+        settings={**result["settings"], **result.get("extra_settings", {})},
+        seed=result["seed"],
+        outcome=result["outcome"],
+        rounds_won_a=result["rounds_won_a"],
+        rounds_won_b=result["rounds_won_b"],
+        rounds_drawn=result["rounds_drawn"],
+        code_version=code_version,
+        mujoco_version=mujoco_version,
+        timing=result["timing"],
+        wall_seconds=result["wall_seconds"],
+    )
+    session.add(match)
+    session.flush()
+    for rd in result["rounds"]:
+        row = Round(
+            match_id=match.id,
+            index=rd["index"],
+            version_a=rd["version_a"],
+            version_b=rd["version_b"],
+            outcome=rd["outcome"],
+            wins_a=rd["wins_a"],
+            wins_b=rd["wins_b"],
+            draws=rd["draws"],
+        )
+        session.add(row)
+        session.flush()
+        for k, ep in enumerate(rd["episodes"]):
+            session.add(
+                Episode(round_id=row.id, index=k, outcome=ep["outcome"], reason=ep["reason"], length=ep["length"],
+                        seed=ep.get("seed", result["seed"]))
+            )
+    session.flush()
+    return match.id
+
+
+def match_dict(session: Session, match_id: int) -> dict:
+    m = session.get(Match, match_id)
+    if m is None:
+        raise UserError(f"no match with id {match_id}; `sumo matches` lists them")
+    va, vb = session.get(Version, m.version_a_id), session.get(Version, m.version_b_id)
+    return {
+        "id": m.id,
+        "run_id": m.run_id,
+        "run_index": m.run_index,
+        "a": f"{va.agent.name}@{va.version}",
+        "b": f"{vb.agent.name}@{vb.version}",
+        "outcome": m.outcome,
+        "rounds_won_a": m.rounds_won_a,
+        "rounds_won_b": m.rounds_won_b,
+        "rounds_drawn": m.rounds_drawn,
+        "seed": m.seed,
+        "settings": m.settings,
+        "code_version": m.code_version,
+        "mujoco_version": m.mujoco_version,
+        "timing": m.timing,
+        "wall_seconds": m.wall_seconds,
+        "started_at": m.started_at.isoformat() if m.started_at else None,
+        "rounds": [
+            {
+                "index": r.index,
+                "version_a": r.version_a,
+                "version_b": r.version_b,
+                "outcome": r.outcome,
+                "wins_a": r.wins_a,
+                "wins_b": r.wins_b,
+                "draws": r.draws,
+                "episodes": [{"outcome": e.outcome, "reason": e.reason, "length": e.length} for e in r.episodes],
+            }
+            for r in m.rounds
+        ],
+    }
+
+
+def list_matches(session: Session, limit: int = 50, run_id: int | None = None) -> list[dict]:
+    q = select(Match).order_by(Match.id.desc()).limit(limit)
+    if run_id is not None:
+        q = q.where(Match.run_id == run_id)
+    out = []
+    for m in session.scalars(q):
+        va, vb = session.get(Version, m.version_a_id), session.get(Version, m.version_b_id)
+        out.append({
+            "id": m.id, "run_id": m.run_id, "a": f"{va.agent.name}@{va.version}", "b": f"{vb.agent.name}@{vb.version}",
+            "outcome": m.outcome, "rounds": f"{m.rounds_won_a}-{m.rounds_drawn}-{m.rounds_won_b}",
+            "wall_seconds": round(m.wall_seconds, 1), "started_at": m.started_at.isoformat() if m.started_at else None,
+        })
+    return out
+
+
+# ------------------------------------------------------------------------------------ runs
+
+
+def create_run(session: Session, kind: str, config: dict, seed: int, total: int, code_version: str) -> int:
+    run = Run(kind=kind, config=config, seed=seed, status="running", progress_total=total, code_version=code_version)
+    session.add(run)
+    session.flush()
+    return run.id
+
+
+def get_run(session: Session, run_id: int, kind: str | None = None) -> Run:
+    run = session.get(Run, run_id)
+    if run is None or (kind is not None and run.kind != kind):
+        what = f"{kind} run" if kind else "run"
+        raise UserError(f"no {what} with id {run_id}; `sumo runs` lists them")
+    return run
+
+
+def set_run_status(session: Session, run_id: int, status: str, done: int | None = None, state: dict | None = None) -> None:
+    run = session.get(Run, run_id)
+    run.status = status
+    run.updated_at = datetime.now(timezone.utc)
+    if done is not None:
+        run.progress_done = done
+    if state is not None:
+        run.state = state
+    if status == "finished":
+        run.finished_at = run.updated_at
+
+
+def finished_indices(session: Session, run_id: int) -> dict[int, int]:
+    """Schedule index -> match id of the games of a run already written."""
+    rows = session.execute(select(Match.run_index, Match.id).where(Match.run_id == run_id)).all()
+    return {int(i): int(m) for i, m in rows}
+
+
+def list_runs(session: Session, limit: int = 50) -> list[dict]:
+    out = []
+    for r in session.scalars(select(Run).order_by(Run.id.desc()).limit(limit)):
+        out.append({
+            "id": r.id, "kind": r.kind, "status": r.status, "done": r.progress_done, "total": r.progress_total,
+            "seed": r.seed, "created_at": r.created_at.isoformat() if r.created_at else None,
+            "updated_at": r.updated_at.isoformat() if r.updated_at else None,
+        })
+    return out
+
+
+def add_rating(session: Session, run_id: int, after_index: int, match_id: int, version_id: int, mu: float, sigma: float) -> None:
+    session.add(Rating(run_id=run_id, after_index=after_index, match_id=match_id, version_id=version_id, mu=mu, sigma=sigma))
+
+
+def count_matches(session: Session) -> int:
+    return int(session.scalar(select(func.count(Match.id))) or 0)
