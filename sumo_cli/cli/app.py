@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from sumo_cli import __version__
-from sumo_cli.cli import agents_cmd, db_cmd, matches_cmd, play_cmd, zoo_cmd
+from sumo_cli.cli import agents_cmd, db_cmd, matches_cmd, play_cmd, tournament_cmd, zoo_cmd
 
 app = typer.Typer(
     name="sumo",
@@ -22,6 +22,7 @@ app.add_typer(zoo_cmd.app, name="zoo")
 app.command("play")(play_cmd.play)
 app.add_typer(matches_cmd.matches_app, name="matches")
 app.command("runs")(matches_cmd.runs)
+app.command("tournament")(tournament_cmd.tournament)
 
 
 def _version(value: bool) -> None:

@@ -48,3 +48,51 @@ def game_curve(result: dict, path: str | Path, window: int = 10) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def win_probability_heatmap(rows: list[dict], path: str | Path, top: int = 20, beta: float = 4.1667) -> Path:
+    """A-priori P(row agent beats column agent) for the top agents (the paper's heatmap)."""
+    from sumo_cli.compete.ratings import Rating, win_probability
+
+    plt = _pyplot()
+    rows = rows[:top]
+    n = len(rows)
+    p = np.array([[win_probability(Rating(a["mu"], a["sigma"]), Rating(b["mu"], b["sigma"]), beta) for b in rows] for a in rows])
+    fig, ax = plt.subplots(figsize=(1.0 + 0.42 * n, 0.8 + 0.38 * n), dpi=120)
+    im = ax.imshow(p, vmin=0, vmax=1, cmap="RdBu_r")
+    labels = [r["agent"] for r in rows]
+    ax.set_xticks(range(n), labels, rotation=90, fontsize=7)
+    ax.set_yticks(range(n), labels, fontsize=7)
+    for i in range(n):
+        for j in range(n):
+            ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=5, color="black")
+    ax.set_title("P(row beats column), a priori from TrueSkill")
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def shares_stacked_area(shares: list[dict[str, float]], path: str | Path, title: str) -> Path:
+    """Share of each kind of agent per generation (the paper's evolution figure)."""
+    plt = _pyplot()
+    kinds = sorted({k for s in shares for k in s})
+    gens = np.arange(len(shares))
+    ys = np.array([[s.get(k, 0.0) for s in shares] for k in kinds])
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
+    ax.stackplot(gens, ys, labels=kinds, alpha=0.85)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("share of the population")
+    ax.set_ylim(0, 1)
+    ax.set_xlim(0, max(1, len(shares) - 1))
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,133 @@
+"""`sumo tournament`: TrueSkill over random iterated games of a population; resumable."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+
+
+def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: ANN201
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("rank", "agent", "mu ± 2σ", "mu - 3σ", "games", "W/D/L", "Bradley-Terry (95%)"):
+        table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
+    for r in rows[:limit]:
+        bt = r.get("bradley_terry")
+        bt_text = f"{bt['strength']:+.2f} ({bt['low']:+.2f}, {bt['high']:+.2f})" if bt else "-"
+        table.add_row(str(r["rank"]), r["agent"], f"{r['mu']:.2f} ± {2 * r['sigma']:.2f}", f"{r['conservative']:.2f}",
+                      str(r["games"]), f"{r['wins']}/{r['draws']}/{r['losses']}", bt_text)
+    return table
+
+
+def _resume_hint(run_id: int) -> str:
+    return f"sumo tournament --resume {run_id}"
+
+
+@friendly
+def tournament(
+    ctx: typer.Context,
+    population: Optional[int] = typer.Option(
+        None, "--population", help="Population size: 105 = 3 bodies x 7 combinations x 5 stages (the default); fewer take a seeded sample."
+    ),
+    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated agents to use instead, e.g. zoo-ant-lstm-v3,ant-meta@5."),
+    bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies (comma-separated)."),
+    kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
+    matches: int = typer.Option(1000, "--matches", help="Random pairs to play (paper: 1000)."),
+    rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100)."),
+    episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
+    physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
+    draw_probability: Optional[float] = typer.Option(
+        None, "--draw-probability", help="TrueSkill's draw chance between equal agents (default: derived from the game rules)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the schedule and of every game."),
+    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
+    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted tournament run."),
+    every: int = typer.Option(100, "--every", help="Print the leaderboard every this many rated games."),
+    heatmap: Optional[Path] = typer.Option(None, "--heatmap", help="Write the win-probability heatmap of the top agents (PNG)."),
+    top: int = typer.Option(20, "--top", help="Agents in the printed leaderboard and the heatmap."),
+    json_out: bool = typer.Option(False, "--json", help="Print the run id and the final leaderboard as JSON."),
+) -> None:
+    """Play --matches random iterated games between members of a population; rate them with TrueSkill."""
+    from sumo_cli.compete import population as pop
+    from sumo_cli.compete import tournament as T
+    from sumo_cli.errors import UserError
+    from sumo_cli.runtime.executor import make_executor
+
+    db = open_db(ctx)
+    if resume is None:
+        if agents:
+            members = pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
+        else:
+            members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None)
+            if population is not None:
+                if population < 2:
+                    raise UserError(f"--population must be at least 2, got {population}")
+                if population > len(members):
+                    raise UserError(f"--population {population} is larger than the {len(members)} agent versions available")
+                import numpy as np
+
+                pick = np.random.default_rng(seed).choice(len(members), population, replace=False)
+                members = [members[i] for i in sorted(pick)]
+        if physics not in ("faithful", "fast"):
+            raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+        config = T.tournament_config(members, matches, rounds, episodes, physics, draw_probability)
+        run_id = T.create_tournament(db, members, config, seed)
+    else:
+        run_id = resume
+    runner = T.TournamentRunner(db, run_id)
+    executor = make_executor(workers, address)
+    err_console.print(
+        f"tournament run {run_id}: {len(runner.members)} agents, {len(runner.schedule)} games of "
+        f"{runner.config['game']['rounds']} rounds x {runner.config['game']['episodes']} episodes, "
+        f"{executor.workers} workers; draw probability {runner.config['draw_probability']:.3f}"
+    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(TextColumn("games"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                        console=err_console, disable=json_out)
+    last_print = {"n": 0}
+
+    def on_game(idx: int, result: dict) -> None:
+        progress.update(task, completed=len(runner.outcomes))
+        if runner.rated - last_print["n"] >= every and not json_out:
+            last_print["n"] = runner.rated
+            rows = runner.leaderboard().to_rows()
+            progress.console.print(leaderboard_table(rows, f"after {runner.rated} rated games", top))
+
+    try:
+        with progress:
+            task = progress.add_task("games", total=len(runner.schedule), completed=0)
+            board = runner.run(executor, on_game)
+    except KeyboardInterrupt:
+        executor.close()
+        err_console.print(
+            f"[yellow]interrupted[/]: {len(runner.outcomes)} of {len(runner.schedule)} games are stored. "
+            f"Resume with: {_resume_hint(run_id)}"
+        )
+        raise typer.Exit(130)
+    executor.close()
+    rows = board.to_rows()
+    if heatmap is not None:
+        from sumo_cli.report.plots import win_probability_heatmap
+
+        win_probability_heatmap(rows, heatmap, top)
+        err_console.print(f"wrote {heatmap}")
+    from sumo_cli.report.tables import category_summary
+
+    cats = category_summary(rows)
+    if json_out:
+        print_json({"run_id": run_id, "leaderboard": rows, "categories": cats,
+                    "draw_probability": runner.config["draw_probability"]})
+        return
+    err_console.print(leaderboard_table(rows, f"final leaderboard, run {run_id} ({board.rated} games)", top))
+    for key, groups in cats.items():
+        err_console.print(
+            f"by {key}: " + "; ".join(f"{g[key]} mu {g['mean_mu']:.2f} (sd {g['sd_mu']:.2f}, {g['agents']} agents)" for g in groups)
+        )

@@ -1,0 +1,80 @@
+"""Which agent versions make up a population.
+
+The paper's population: 3 bodies x 7 policy/adaptation combinations x 5 training stages = 105.
+A stage is a version of an agent: with versions 1..K stored, the five stages are the versions
+nearest to K/5, 2K/5, ..., K (the paper's stages were iterations 500 to 2000 of one run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sumo_cli import names
+from sumo_cli.errors import UserError
+from sumo_cli.store import registry
+from sumo_cli.store.database import Database
+
+STAGES = 5
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str  # agent@version
+    body: str
+    arch: str
+    strategy: str
+
+    @property
+    def kind(self) -> str:
+        return f"{self.arch}-{self.strategy}"
+
+
+def stage_versions(versions: list[int], stages: int = STAGES) -> list[int]:
+    """``stages`` versions spread over the agent's history, the last one included."""
+    vs = sorted(versions)
+    if len(vs) < stages:
+        return vs
+    out = []
+    for k in range(1, stages + 1):
+        target = vs[-1] * k / stages
+        out.append(min(vs, key=lambda v: (abs(v - target), v)))
+    return sorted(set(out))
+
+
+def paper_population(db: Database, bodies: list[str] | None = None, combos: list[str] | None = None) -> list[Member]:
+    """The 105 (or the filtered subset): every combination agent's five stages. Missing agents are
+    reported together, with how to get them."""
+    bodies = bodies or list(names.BODIES)
+    members, missing = [], []
+    with db.read() as s:
+        for body in bodies:
+            for arch, strategy in names.COMBINATIONS:
+                name = names.canonical_name(body, arch, strategy)
+                if combos and f"{arch}-{strategy}" not in combos and name not in combos:
+                    continue
+                agent = registry.get_agent(s, name)
+                if agent is None or not agent.versions:
+                    missing.append(name)
+                    continue
+                for v in stage_versions([x.version for x in agent.versions]):
+                    members.append(Member(f"{name}@{v}", body, arch, strategy))
+    if missing:
+        raise UserError(
+            f"the database cannot fill the population: {len(missing)} agents are missing ({', '.join(missing[:8])}"
+            f"{', ...' if len(missing) > 8 else ''}); train them with `sumo train --body B --arch A --strategy S`, "
+            "or name the players with --agents"
+        )
+    return members
+
+
+def explicit_population(db: Database, agent_names: list[str]) -> list[Member]:
+    members = []
+    with db.read() as s:
+        for n in agent_names:
+            rv = registry.resolve(s, n)
+            members.append(Member(rv.display, rv.body, rv.arch, rv.strategy))
+    if len({m.name for m in members}) != len(members):
+        raise UserError("--agents names the same agent version twice")
+    if len(members) < 2:
+        raise UserError("a population needs at least two agents")
+    return members

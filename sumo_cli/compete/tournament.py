@@ -1,0 +1,188 @@
+"""The tournament: random pairs of a population play iterated games; TrueSkill in schedule order.
+
+A tournament is a run in the database whose schedule is derived from its seed. Games run in
+parallel through the executor; each finished game is written once, keyed by (run, index); ratings
+are applied strictly in schedule order as soon as every earlier game is in. Resuming replays the
+stored results in order and plays what is missing, so an interrupted run ends with exactly the
+leaderboard of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from sumo_cli import __version__
+from sumo_cli.compete import ratings as R
+from sumo_cli.compete.game import AgentData, GameSettings, play_game
+from sumo_cli.compete.population import Member
+from sumo_cli.compete.schedule import ScheduledGame, random_pairs
+from sumo_cli.errors import UserError
+from sumo_cli.library import load_agent
+from sumo_cli.store import games as store_games
+from sumo_cli.store.database import Database
+
+
+def run_game_job(a: AgentData, b: AgentData, settings: dict, seed: int) -> dict:
+    """What a worker does: one game, returned as plain data."""
+    return play_game(a, b, GameSettings(**settings), seed).to_dict()
+
+
+@dataclass
+class Standing:
+    member: Member
+    version_id: int
+    rating: R.Rating = field(default_factory=R.Rating)
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+
+
+@dataclass
+class Leaderboard:
+    run_id: int
+    rated: int
+    total: int
+    standings: list[Standing]
+    bt: dict | None = None  # Bradley-Terry: name -> (strength, low, high)
+
+    def ranked(self) -> list[Standing]:
+        return sorted(self.standings, key=lambda s: (-s.rating.conservative, s.member.name))
+
+    def to_rows(self) -> list[dict]:
+        rows = []
+        for rank, s in enumerate(self.ranked(), 1):
+            row = {
+                "rank": rank, "agent": s.member.name, "body": s.member.body, "arch": s.member.arch,
+                "strategy": s.member.strategy, "mu": s.rating.mu, "sigma": s.rating.sigma,
+                "conservative": s.rating.conservative, "games": s.games, "wins": s.wins, "draws": s.draws,
+                "losses": s.losses,
+            }
+            if self.bt and s.member.name in self.bt:
+                row["bradley_terry"] = dict(zip(("strength", "low", "high"), self.bt[s.member.name]))
+            rows.append(row)
+        return rows
+
+
+def tournament_config(members: list[Member], matches: int, rounds: int, episodes: int, physics: str,
+                      draw_probability: float | None) -> dict:
+    if matches < 1:
+        raise UserError(f"--matches must be at least 1, got {matches}")
+    if rounds < 1 or episodes < 1:
+        raise UserError("--rounds and --episodes must be at least 1")
+    if draw_probability is None:
+        draw_probability = R.equal_agents_draw_probability(rounds, episodes)
+    elif not 0 < draw_probability < 1:
+        raise UserError(f"--draw-probability must be strictly between 0 and 1, got {draw_probability}")
+    return {
+        "members": [asdict(m) for m in members], "matches": matches,
+        "game": asdict(GameSettings(rounds=rounds, episodes=episodes, physics=physics, threads=1)),
+        "draw_probability": draw_probability, "trueskill": {"mu": R.MU, "sigma": R.SIGMA, "beta": R.BETA, "tau": R.TAU,
+                                                            "version": R.TRUESKILL_VERSION},
+    }
+
+
+def create_tournament(db: Database, members: list[Member], config: dict, seed: int) -> int:
+    with db.write() as s:
+        return store_games.create_run(s, "tournament", config, seed, config["matches"], __version__)
+
+
+class TournamentRunner:
+    """Plays (or resumes) one tournament run."""
+
+    def __init__(self, db: Database, run_id: int):
+        self.db = db
+        with db.read() as s:
+            run = store_games.get_run(s, run_id, "tournament")
+            if run.status == "finished":
+                raise UserError(f"tournament run {run_id} is already finished; `sumo tournament --show {run_id}` shows it")
+            self.config, self.seed = dict(run.config), run.seed
+        self.run_id = run_id
+        self.members = [Member(**m) for m in self.config["members"]]
+        self.schedule: list[ScheduledGame] = random_pairs(len(self.members), self.config["matches"], self.seed)
+        self.env = R.make_env(self.config["draw_probability"])
+        loaded = [load_agent(db, m.name) for m in self.members]  # verifies every checkpoint first
+        self.data = [AgentData.from_loaded(x) for x in loaded]
+        self.standings = [Standing(m, x.version_id) for m, x in zip(self.members, loaded)]
+        self.outcomes: dict[int, str] = {}
+        self.match_ids: dict[int, int] = {}
+        self.rated = 0
+
+    # -- state from the database
+    def _load_finished(self) -> None:
+        from sqlalchemy import delete, select
+
+        from sumo_cli.store.models import Match, Rating
+
+        with self.db.write() as s:
+            rows = s.execute(select(Match.run_index, Match.id, Match.outcome).where(Match.run_id == self.run_id)).all()
+            # Ratings are a function of the results in schedule order: rebuild them from scratch.
+            s.execute(delete(Rating).where(Rating.run_id == self.run_id))
+        for idx, mid, outcome in rows:
+            self.outcomes[idx] = outcome
+            self.match_ids[idx] = mid
+        self._apply_ready()
+
+    def _apply_ready(self) -> None:
+        """Rate every game whose predecessors are all in, in schedule order, and store one rating
+        row per player of each: its rating right after that game (so the leaderboard at any
+        point is the latest row of every player up to that index)."""
+        rows = []
+        while self.rated < len(self.schedule) and self.rated in self.outcomes:
+            i = self.rated
+            g = self.schedule[i]
+            sa, sb = self.standings[g.a], self.standings[g.b]
+            outcome = self.outcomes[i]
+            sa.rating, sb.rating = R.rate_game(self.env, sa.rating, sb.rating, outcome)
+            for st, side in ((sa, "a"), (sb, "b")):
+                st.games += 1
+                if outcome == "draw":
+                    st.draws += 1
+                elif outcome == side:
+                    st.wins += 1
+                else:
+                    st.losses += 1
+                rows.append((i, self.match_ids[i], st.version_id, st.rating.mu, st.rating.sigma))
+            self.rated += 1
+        with self.db.write() as s:
+            for i, mid, vid, mu, sigma in rows:
+                store_games.add_rating(s, self.run_id, i, mid, vid, mu, sigma)
+            store_games.set_run_status(s, self.run_id, "running", done=len(self.outcomes))
+
+    def leaderboard(self, with_bt: bool = False) -> Leaderboard:
+        bt = None
+        if with_bt and self.rated:
+            games = [(self.schedule[i].a, self.schedule[i].b, self.outcomes[i]) for i in range(self.rated)]
+            point, low, high = R.bradley_terry_bootstrap(len(self.members), games, samples=200, seed=self.seed)
+            bt = {m.name: (float(p), float(lo), float(hi)) for m, p, lo, hi in zip(self.members, point, low, high)}
+        return Leaderboard(self.run_id, self.rated, len(self.schedule), self.standings, bt)
+
+    def run(self, executor, on_game: Callable[[int, dict], None] | None = None) -> Leaderboard:  # noqa: ANN001
+        from sumo_cli.compete.play import mujoco_version
+
+        self._load_finished()
+        pending = [g for g in self.schedule if g.index not in self.outcomes]
+        settings = self.config["game"]
+        jobs = ((g.index, (self.data[g.a], self.data[g.b], settings, g.seed)) for g in pending)
+        mj = mujoco_version()
+        try:
+            for idx, result in executor.run(run_game_job, jobs):
+                g = self.schedule[idx]
+                with self.db.write() as s:
+                    mid = store_games.record_game(
+                        s, result, self.standings[g.a].version_id, self.standings[g.b].version_id,
+                        code_version=__version__, mujoco_version=mj, run_id=self.run_id, run_index=idx,
+                    )
+                self.outcomes[idx] = result["outcome"]
+                self.match_ids[idx] = mid
+                self._apply_ready()
+                if on_game is not None:
+                    on_game(idx, result)
+        except BaseException:
+            with self.db.write() as s:
+                store_games.set_run_status(s, self.run_id, "interrupted", done=len(self.outcomes))
+            raise
+        with self.db.write() as s:
+            store_games.set_run_status(s, self.run_id, "finished", done=len(self.outcomes))
+        return self.leaderboard(with_bt=True)
