@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from sumo_cli import __version__
-from sumo_cli.cli import agents_cmd, db_cmd, matches_cmd, play_cmd, tournament_cmd, zoo_cmd
+from sumo_cli.cli import agents_cmd, db_cmd, evolve_cmd, matches_cmd, play_cmd, tournament_cmd, zoo_cmd
 
 app = typer.Typer(
     name="sumo",
@@ -23,6 +23,7 @@ app.command("play")(play_cmd.play)
 app.add_typer(matches_cmd.matches_app, name="matches")
 app.command("runs")(matches_cmd.runs)
 app.command("tournament")(tournament_cmd.tournament)
+app.command("evolve")(evolve_cmd.evolve)
 
 
 def _version(value: bool) -> None:

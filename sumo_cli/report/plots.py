@@ -58,7 +58,7 @@ def win_probability_heatmap(rows: list[dict], path: str | Path, top: int = 20, b
     rows = rows[:top]
     n = len(rows)
     p = np.array([[win_probability(Rating(a["mu"], a["sigma"]), Rating(b["mu"], b["sigma"]), beta) for b in rows] for a in rows])
-    fig, ax = plt.subplots(figsize=(1.0 + 0.42 * n, 0.8 + 0.38 * n), dpi=120)
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.0 + 0.42 * n), max(4.5, 0.8 + 0.38 * n)), dpi=120)
     im = ax.imshow(p, vmin=0, vmax=1, cmap="RdBu_r")
     labels = [r["agent"] for r in rows]
     ax.set_xticks(range(n), labels, rotation=90, fontsize=7)
@@ -66,7 +66,7 @@ def win_probability_heatmap(rows: list[dict], path: str | Path, top: int = 20, b
     for i in range(n):
         for j in range(n):
             ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=5, color="black")
-    ax.set_title("P(row beats column), a priori from TrueSkill")
+    ax.set_title("P(row beats column), a priori from TrueSkill", fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.046)
     fig.tight_layout()
     path = Path(path)

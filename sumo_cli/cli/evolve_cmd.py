@@ -1,0 +1,92 @@
+"""`sumo evolve`: losers removed, winners duplicated, generation after generation; resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+
+
+def shares_table(history: list[dict], key: str):  # noqa: ANN201
+    from rich.table import Table
+
+    kinds = sorted({k for h in history for k in h[key]})
+    table = Table(title=f"share of the population by {key}")
+    table.add_column("generation", justify="right")
+    for k in kinds:
+        table.add_column(k, justify="right")
+    for g, h in enumerate(history):
+        table.add_row(str(g), *(f"{h[key].get(k, 0.0):.1%}" for k in kinds))
+    return table
+
+
+@friendly
+def evolve(
+    ctx: typer.Context,
+    generations: int = typer.Option(10, "--generations", help="Generations (paper: 10)."),
+    copies: int = typer.Option(10, "--copies", help="Copies of each agent at the start (paper: 10, so 1050 members)."),
+    matches: int = typer.Option(1000, "--matches", help="Games per generation (paper: 1000)."),
+    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated base population instead of the paper's 105."),
+    bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies."),
+    kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
+    rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100)."),
+    episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
+    physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every schedule and game."),
+    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
+    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted evolution run."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the stacked-area share plot (PNG)."),
+    by: str = typer.Option("kind", "--by", help="Grouping of the table and plot: body, arch, strategy or kind."),
+    json_out: bool = typer.Option(False, "--json", help="Print the run id and the shares per generation as JSON."),
+) -> None:
+    """Evolve a population: each generation's losers are replaced by copies of its winners."""
+    from sumo_cli.compete import population as pop
+    from sumo_cli.compete.evolution import EvolutionRunner, evolution_config
+    from sumo_cli.errors import UserError
+    from sumo_cli.runtime.executor import make_executor
+
+    if by not in ("body", "arch", "strategy", "kind"):
+        raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
+    db = open_db(ctx)
+    if resume is None:
+        if physics not in ("faithful", "fast"):
+            raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+        if agents:
+            members = pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
+        else:
+            members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None)
+        config = evolution_config(members, copies, generations, matches, rounds, episodes, physics)
+        run_id = EvolutionRunner.create(db, config, seed)
+    else:
+        run_id = resume
+    runner = EvolutionRunner(db, run_id)
+    executor = make_executor(workers, address)
+    err_console.print(
+        f"evolution run {run_id}: {runner.n_slots} members ({len(runner.members)} agents x {runner.config['copies']}), "
+        f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} workers"
+    )
+
+    def on_generation(g: int, shares: dict) -> None:
+        if not json_out:
+            err_console.print(f"generation {g}: " + ", ".join(f"{k} {v:.0%}" for k, v in shares[by].items()))
+
+    try:
+        history = runner.run(executor, on_generation=on_generation)
+    except KeyboardInterrupt:
+        executor.close()
+        err_console.print(f"[yellow]interrupted[/]: finished games are stored. Resume with: sumo evolve --resume {run_id}")
+        raise typer.Exit(130)
+    executor.close()
+    if plot is not None:
+        from sumo_cli.report.plots import shares_stacked_area
+
+        shares_stacked_area([h[by] for h in history], plot, f"evolution run {run_id}: share by {by}")
+        err_console.print(f"wrote {plot}")
+    if json_out:
+        print_json({"run_id": run_id, "generations": history})
+        return
+    err_console.print(shares_table(history, by))

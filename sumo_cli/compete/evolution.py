@@ -1,0 +1,155 @@
+"""Evolution of a population (paper, Sec. 5.3): losers are removed and winners duplicated.
+
+Members are slots. Generation 0 holds every agent of the base population ``copies`` times. Each
+generation draws ``matches`` random pairs of distinct slots from the population as it stands at the
+generation's start; the games run in parallel; then the results are applied in schedule order: the
+loser's slot receives a copy of the winner as it was at the generation's start, and a draw changes
+nothing (shared/spec/method-notes.md). The size never changes, and every game of a generation is
+independent of the others, so they can all run at once.
+
+Each game is stored once, keyed by (run, generation x matches + index); each generation's members
+are stored with their lineage (the slot they were cloned from and by which game). Resuming continues
+from the last complete generation and the games already stored.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+from typing import Callable
+
+from sqlalchemy import select
+
+from sumo_cli import __version__
+from sumo_cli.compete.game import AgentData, GameSettings
+from sumo_cli.compete.population import Member
+from sumo_cli.compete.schedule import apply_generation, random_pairs
+from sumo_cli.compete.tournament import run_game_job
+from sumo_cli.errors import UserError
+from sumo_cli.library import load_agent
+from sumo_cli.store import games as store_games
+from sumo_cli.store.database import Database
+from sumo_cli.store.models import Match, Member as MemberRow
+
+
+def evolution_config(members: list[Member], copies: int, generations: int, matches: int, rounds: int, episodes: int,
+                     physics: str) -> dict:
+    for value, what in ((copies, "--copies"), (generations, "--generations"), (matches, "--matches"),
+                        (rounds, "--rounds"), (episodes, "--episodes")):
+        if value < 1:
+            raise UserError(f"{what} must be at least 1, got {value}")
+    if len(members) * copies < 2:
+        raise UserError("an evolution needs at least two slots")
+    return {
+        "members": [asdict(m) for m in members], "copies": copies, "generations": generations, "matches": matches,
+        "game": asdict(GameSettings(rounds=rounds, episodes=episodes, physics=physics, threads=1)),
+    }
+
+
+class EvolutionRunner:
+    def __init__(self, db: Database, run_id: int):
+        self.db = db
+        with db.read() as s:
+            run = store_games.get_run(s, run_id, "evolution")
+            if run.status == "finished":
+                raise UserError(f"evolution run {run_id} is already finished; `sumo runs` lists runs")
+            self.config, self.seed = dict(run.config), run.seed
+        self.run_id = run_id
+        self.members = [Member(**m) for m in self.config["members"]]
+        loaded = [load_agent(db, m.name) for m in self.members]
+        self.data = [AgentData.from_loaded(x) for x in loaded]
+        self.version_ids = [x.version_id for x in loaded]
+        self.matches = self.config["matches"]
+        self.n_slots = len(self.members) * self.config["copies"]
+
+    @classmethod
+    def create(cls, db: Database, config: dict, seed: int) -> int:
+        members = [Member(**m) for m in config["members"]]
+        version_ids = [load_agent(db, m.name).version_id for m in members]
+        total = config["generations"] * config["matches"]
+        with db.write() as s:
+            run_id = store_games.create_run(s, "evolution", config, seed, total, __version__)
+            for slot in range(len(members) * config["copies"]):
+                s.add(MemberRow(run_id=run_id, generation=0, slot=slot,
+                                version_id=version_ids[slot // config["copies"]], parent_slot=None))
+        return run_id
+
+    # -- generations as stored
+    def slots_of(self, generation: int) -> list[int] | None:
+        """Member index (into the base population) of every slot, or None if not stored."""
+        by_vid = {v: i for i, v in enumerate(self.version_ids)}
+        with self.db.read() as s:
+            rows = s.execute(select(MemberRow.slot, MemberRow.version_id).where(
+                MemberRow.run_id == self.run_id, MemberRow.generation == generation)).all()
+        if not rows:
+            return None
+        slots = [0] * self.n_slots
+        for slot, vid in rows:
+            slots[slot] = by_vid[vid]
+        return slots
+
+    def shares(self, slots: list[int]) -> dict[str, dict[str, float]]:
+        n = len(slots)
+        out = {}
+        for key, fn in (("body", lambda m: m.body), ("arch", lambda m: m.arch), ("strategy", lambda m: m.strategy),
+                        ("kind", lambda m: f"{m.body}-{m.kind}")):
+            c = Counter(fn(self.members[i]) for i in slots)
+            out[key] = {k: v / n for k, v in sorted(c.items())}
+        return out
+
+    def history(self) -> list[dict[str, dict[str, float]]]:
+        out = []
+        for g in range(self.config["generations"] + 1):
+            slots = self.slots_of(g)
+            if slots is None:
+                break
+            out.append(self.shares(slots))
+        return out
+
+    def run(self, executor, on_game: Callable[[int, int], None] | None = None,  # noqa: ANN001
+            on_generation: Callable[[int, dict], None] | None = None) -> list[dict]:
+        from sumo_cli.compete.play import mujoco_version
+
+        mj = mujoco_version()
+        settings = self.config["game"]
+        try:
+            for g in range(self.config["generations"]):
+                if self.slots_of(g + 1) is not None:
+                    continue  # generation already complete
+                slots = self.slots_of(g)
+                schedule = random_pairs(self.n_slots, self.matches, self.seed, g)
+                base = g * self.matches
+                with self.db.read() as s:
+                    rows = s.execute(select(Match.run_index, Match.outcome).where(
+                        Match.run_id == self.run_id, Match.run_index >= base, Match.run_index < base + self.matches)).all()
+                outcomes = {int(i) - base: o for i, o in rows}
+                jobs = ((x.index, (self.data[slots[x.a]], self.data[slots[x.b]], settings, x.seed))
+                        for x in schedule if x.index not in outcomes)
+                for idx, result in executor.run(run_game_job, jobs):
+                    x = schedule[idx]
+                    with self.db.write() as s:
+                        store_games.record_game(
+                            s, result, self.version_ids[slots[x.a]], self.version_ids[slots[x.b]],
+                            code_version=__version__, mujoco_version=mj, run_id=self.run_id, run_index=base + idx)
+                        store_games.set_run_status(s, self.run_id, "running", done=base + len(outcomes) + 1)
+                    outcomes[idx] = result["outcome"]
+                    if on_game is not None:
+                        on_game(g, len(outcomes))
+                nxt, clones = apply_generation(slots, schedule, outcomes)
+                parent = {slot: (p, gi) for slot, p, gi in clones}
+                with self.db.write() as s:
+                    for slot in range(self.n_slots):
+                        p, gi = parent.get(slot, (slot, None))
+                        s.add(MemberRow(run_id=self.run_id, generation=g + 1, slot=slot,
+                                        version_id=self.version_ids[nxt[slot]], parent_slot=p,
+                                        cloned_by_match=None if gi is None else base + gi))
+                    store_games.set_run_status(s, self.run_id, "running", done=base + self.matches)
+                if on_generation is not None:
+                    on_generation(g + 1, self.shares(nxt))
+        except BaseException:
+            with self.db.write() as s:
+                store_games.set_run_status(s, self.run_id, "interrupted")
+            raise
+        with self.db.write() as s:
+            store_games.set_run_status(s, self.run_id, "finished")
+        return self.history()
