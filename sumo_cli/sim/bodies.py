@@ -47,6 +47,7 @@ class LegSpec:
     shin: tuple[float, float]
     knee_sign: int  # +1: positive knee angle bends the shin down; -1: negative angle does
     knee_range_deg: tuple[float, float]  # range for knee_sign=+1 (positive = down)
+    hip_sign: int = 1  # hip axis is hip_sign * z: +1 means a positive angle turns the leg CCW
 
 
 @dataclass(frozen=True)
@@ -87,13 +88,19 @@ class BodySpec:
         return self.nq + self.nv + 6 * self.n_bodies + 7 + 6
 
 
+def _knee_sign(azimuth_deg: float) -> int:
+    """Ant and Bug: a positive knee angle bends the shin down on legs pointing to +x, a negative
+    one on legs pointing to -x (the sign convention the reference's trained policies expect)."""
+    return 1 if math.cos(math.radians(azimuth_deg)) > 0 else -1
+
+
 def _ant() -> BodySpec:
     seg = 0.2 * math.sqrt(2.0)  # 0.283
-    # Diagonal legs, counter-clockwise from (+1, +1); knee signs alternate as in the reference so
-    # that the observed joint angles have the signs its trained policies expect.
+    # Diagonal legs. The order (135, 45, 225, 315 degrees) and the knee signs were identified by
+    # running the original trained policies: any other order makes them lose to a motionless Ant.
     legs = tuple(
-        LegSpec(az, (seg, 0.0), (seg, 0.0), (2 * seg, 0.0), sign, (30.0, 70.0))
-        for az, sign in ((45.0, +1), (135.0, -1), (225.0, -1), (315.0, +1))
+        LegSpec(az, (seg, 0.0), (seg, 0.0), (2 * seg, 0.0), _knee_sign(az), (30.0, 70.0))
+        for az in (135.0, 45.0, 225.0, 315.0)
     )
     return BodySpec("ant", legs, capsule_radius=0.08, hip_range_deg=30.0,
                     torso_density=13.0, leg_density=13.0)
@@ -102,27 +109,25 @@ def _ant() -> BodySpec:
 def _bug() -> BodySpec:
     corner = ((0.28, 0.0), (0.28, 0.0), (0.505, 0.0))
     middle = ((0.20, 0.0), (0.275, 0.0), (0.55, 0.0))
-    layout = (
-        (45.0, +1, corner),
-        (135.0, -1, corner),
-        (225.0, -1, corner),
-        (315.0, +1, corner),
-        (0.0, +1, middle),
-        (180.0, -1, middle),
+    # Front pair, middle pair (along -x, +x), back pair; identified like the Ant's order.
+    order = (45.0, 135.0, 180.0, 0.0, 225.0, 315.0)
+    legs = tuple(
+        LegSpec(az, *(middle if az in (0.0, 180.0) else corner), _knee_sign(az), (30.0, 70.0))
+        for az in order
     )
-    legs = tuple(LegSpec(az, *segs, sign, (30.0, 70.0)) for az, sign, segs in layout)
     return BodySpec("bug", legs, capsule_radius=0.08, hip_range_deg=30.0,
                     torso_density=10.0, leg_density=10.0)
 
 
 def _spider() -> BodySpec:
     segs = ((0.25, 0.12), (0.225, 0.12), (0.74, -0.60))
-    azimuths = (30.0, 75.0, 105.0, 150.0, 195.0, 240.0, 300.0, 345.0)
-    legs = tuple(
-        # mirrored per side: legs on the +x side use one sign convention, the -x side the other
-        LegSpec(az, *segs, +1 if math.cos(math.radians(az)) > 0 else -1, (-35.0, 45.0))
-        for az in azimuths
-    )
+    # The spec's azimuths in its order; the knee sign mirrored per side (+ on the +x side), so
+    # every knee bends down by up to 45 and up by up to 35 degrees. UNVERIFIED against the
+    # original policies: unlike the Ant's and Bug's, the Spider's leg order and sign conventions
+    # have not been identified (the original Spider policies do not push in this body), so the
+    # order below is the spec's listing, not a measured fact.
+    order = (30.0, 75.0, 105.0, 150.0, 195.0, 240.0, 300.0, 345.0)
+    legs = tuple(LegSpec(az, *segs, _knee_sign(az), (-35.0, 45.0)) for az in order)
     return BodySpec("spider", legs, capsule_radius=0.04, hip_range_deg=20.0,
                     torso_density=39.0, leg_density=5.0)
 
@@ -182,7 +187,7 @@ def agent_xml(spec: BodySpec, prefix: str, pos: tuple[float, float, float],
             f'  <body name="{prefix}leg_{i}" pos="0 0 0">',
             f'    <geom name="{prefix}leg_{i}_geom" fromto="0 0 0 {_fmt(rigid)}" {seg_geom}/>',
             f'    <body name="{prefix}thigh_{i}" pos="{_fmt(rigid)}">',
-            f'      <joint name="{prefix}hip_{i}" type="hinge" axis="0 0 1" '
+            f'      <joint name="{prefix}hip_{i}" type="hinge" axis="0 0 {leg.hip_sign:d}" '
             f'range="{hip_lo:g} {hip_hi:g}"/>',
             f'      <geom name="{prefix}thigh_{i}_geom" fromto="0 0 0 {_fmt(thigh)}" {seg_geom}/>',
             f'      <body name="{prefix}shin_{i}" pos="{_fmt(thigh)}">',
