@@ -38,6 +38,12 @@ def play(
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
     from sumo_cli.compete.play import prepare_game, run_and_store
 
+    if video is not None:
+        # Fail before playing, not after: the video needs a GL backend and a writable .mp4 target.
+        from sumo_cli.sim.render import check_mp4_target, gl_backend
+
+        check_mp4_target(video, 480, 360)
+        gl_backend()
     db = open_db(ctx)
     job = prepare_game(db, agent_a, agent_b, rounds, episodes, seed, physics, threads, opponent_learning, start_version)
     outcome = run_and_store(db, job, _live_view(job, json_out), video=video)
@@ -49,6 +55,8 @@ def play(
         )
         raise typer.Exit(130)
     summary = outcome.summary
+    if video is not None:
+        err_console.print(f"wrote {video}")
     if plot is not None:
         from sumo_cli.report.plots import game_curve
 

@@ -118,7 +118,7 @@ def run_and_store(db: Database, job: GameJob, view, video: Path | None = None) -
             s, result, job.version_a_id, job.version_b_id, code_version=__version__, mujoco_version=mujoco_version()
         )
     if video is not None and not interrupted:
-        from sumo_cli.sim.render import record_game_video
+        from sumo_cli.compete.video import record_game_video
 
         record_game_video(job, video)
     return PlayOutcome(result, summarise(result), match_id, interrupted)
