@@ -1,0 +1,356 @@
+"""The meta-learner (sumo_cli.learn.meta): derivatives of the adapted loss, importance weights,
+batched execution-time adaptation, the first-step cache, and an end-to-end smoke run."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sumo_cli.learn import meta as ML
+from sumo_cli.nets import policy as P
+
+DT = torch.float64
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: one intra-op thread is faster, and the machine is shared."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _theta(spec, seed, dtype=DT, requires_grad=True):
+    g = _gen(seed)
+    p = P.init_params(spec, g, dtype)
+    p = {k: v + 0.3 * torch.randn(v.shape, generator=g, dtype=dtype) for k, v in p.items()}
+    return {k: v.requires_grad_(requires_grad) for k, v in p.items()}
+
+
+def _batch(spec, seed, T=6, G=2, N=3, dtype=DT, episode_starts=True, chunk=None):
+    """Random (T, G, N) data with episode starts inside the batch and a continuing first trajectory
+    (``chunk``: with random stored recurrent states at every chunk-th step)."""
+    g = _gen(seed)
+    first = torch.zeros(T, G, N, dtype=torch.bool)
+    first[0] = True
+    if episode_starts:
+        first[3, 0, 1] = True
+        first[2, 1, 2] = True
+        first[0, 1, 0] = False  # a trajectory that began before the batch
+    st = P.initial_state(spec, (G, N), dtype)
+    st = {k: 0.1 * torch.randn(v.shape, generator=g, dtype=dtype) for k, v in st.items()}
+    r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)  # noqa: E731
+    b = ML.TrajBatch(
+        x=r(T, G, N, spec.obs_dim), actions=r(T, G, N, spec.act_dim), logp=r(T, G, N) - 3.0, values=r(T, G, N),
+        returns=r(T, G, N), adv=r(T, G, N), first=first, mask=torch.ones(T, G, N, dtype=torch.bool), state0=st,
+    )
+    if chunk:
+        C = -(-T // chunk)
+        b.chunk_states = {k: torch.cat([v.unsqueeze(0), 0.1 * r(C - 1, *v.shape)]) for k, v in st.items()}
+        b.chunk_len = chunk
+    return b
+
+
+def _post_for(model, theta, log_alpha, pre, post, cfg, behaviour, seed):
+    """Give the post batch behaviour log-probs near pi_phi (ratios around 1, some clipped)."""
+    with torch.no_grad():
+        phi = ML.adapt(model, theta, log_alpha, pre, cfg, behaviour=behaviour)
+        lp, _ = model.evaluate(phi, post)
+    post.logp = lp + 0.15 * torch.randn(lp.shape, generator=_gen(seed), dtype=lp.dtype)
+    return post
+
+
+def _fd_check(fn, theta, log_alpha, seed, n_dirs=2, eps=1e-6, rtol=1e-6):
+    loss = fn()
+    keys = list(theta)
+    grads = torch.autograd.grad(loss, [theta[k] for k in keys] + [log_alpha])
+    g_theta, g_alpha = grads[:-1], grads[-1]
+    gen = _gen(seed)
+    for _ in range(n_dirs):
+        d = {k: torch.randn(theta[k].shape, generator=gen, dtype=DT) for k in keys}
+        analytic = sum(float((gt * d[k]).sum()) for gt, k in zip(g_theta, keys))
+        with torch.no_grad():
+            for k in keys:
+                theta[k] += eps * d[k]
+            fp = float(fn())
+            for k in keys:
+                theta[k] -= 2 * eps * d[k]
+            fm = float(fn())
+            for k in keys:
+                theta[k] += eps * d[k]
+        numeric = (fp - fm) / (2 * eps)
+        assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=1e-9), (analytic, numeric)
+    # each alpha_m separately (random directions when there is one alpha per step and tensor)
+    n = log_alpha.numel()
+    dirs = torch.eye(n, dtype=DT) if n <= 3 else torch.randn(2, n, generator=gen, dtype=DT)
+    for m, d in enumerate(dirs):
+        d = d.reshape(log_alpha.shape)
+        with torch.no_grad():
+            log_alpha += eps * d
+            fp = float(fn())
+            log_alpha -= 2 * eps * d
+            fm = float(fn())
+            log_alpha += eps * d
+        numeric = (fp - fm) / (2 * eps)
+        analytic = float((g_alpha * d).sum())
+        assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=1e-9), (m, analytic, numeric)
+    return g_alpha
+
+
+CASES = [
+    # arch, behaviour ("theta": training-time reuse, IW at steps 2..M; "data": execution-time IW at every step)
+    ("mlp", "theta", {}),
+    ("mlp", "data", {}),
+    ("lstm", "theta", {}),
+    ("lstm", "data", {}),
+    ("mlp", "data", {"iw": "truncated", "iw_truncate": 2.0}),
+    ("mlp", "theta", {"clip_value": 0.004, "clip_mode": "step"}),
+    ("mlp", "theta", {"clip_value": 0.05, "clip_mode": "grad"}),
+    ("mlp", "theta", {"alpha_per": "tensor"}),
+    ("mlp", "theta", {"inner_reduce": "step", "ent_coef": 0.01}),
+    ("lstm", "theta", {"bptt_chunk": 4}),  # windows of 4 steps from stored states (T = 6: one padded window)
+    ("lstm", "data", {"bptt_chunk": 2, "alpha_per": "net"}),
+]
+
+
+@pytest.mark.parametrize("arch,behaviour,extra", CASES)
+def test_adapted_loss_matches_finite_differences(arch, behaviour, extra):
+    """d/d theta (random directions) and d/d log alpha_m of the outer loss after 3 adaptation
+    steps on fixed data, in float64, against central differences."""
+    spec = P.PolicySpec(arch, obs_dim=3, act_dim=2, hidden=5)
+    cfg = ML.MetaConfig(alpha_init=0.05, score_term=False, **extra)
+    model = ML.as_model(spec, cfg)
+    theta = _theta(spec, 1)
+    log_alpha = ML.init_log_alpha(cfg, model, (), DT)
+    log_alpha = (log_alpha + 0.1 * torch.randn(log_alpha.shape, generator=_gen(2), dtype=DT)).requires_grad_(True)
+    pre = _batch(spec, 3, chunk=cfg.bptt_chunk)
+    post = _post_for(model, theta, log_alpha, pre, _batch(spec, 4, chunk=cfg.bptt_chunk), cfg, behaviour, 5)
+
+    def fn():
+        return ML.meta_loss(model, theta, log_alpha, pre, post, cfg, behaviour=behaviour).loss
+
+    g_alpha = _fd_check(fn, theta, log_alpha, seed=6)
+    if extra.get("clip_mode") != "step":
+        assert bool((g_alpha.abs() > 1e-8).all()), g_alpha  # every step size gets a gradient
+
+
+@pytest.mark.parametrize("arch", ["mlp", "lstm"])
+def test_fresh_batches_and_score_term_match_finite_differences(arch):
+    """Fresh data per inner step (appendix) with the score-function term included (its weights
+    are data): the whole surrogate is a function of theta and alpha."""
+    spec = P.PolicySpec(arch, obs_dim=3, act_dim=2, hidden=4)
+    model = ML.GaussianModel(spec)
+    cfg = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", score_baseline="loo")
+    theta = _theta(spec, 11)
+    log_alpha = ML.init_log_alpha(cfg, model, (), DT).requires_grad_(True)
+    pre = [_batch(spec, 12 + m) for m in range(3)]
+    post = _post_for(model, theta, log_alpha, pre, _batch(spec, 20), cfg, "theta", 21)
+    R, Lbar = ML.post_returns(post)
+
+    def fn():
+        return ML.meta_loss(model, theta, log_alpha, pre, post, cfg, post_stats=(R, Lbar), adv_stats=(torch.tensor(0.1, dtype=DT), torch.tensor(1.3, dtype=DT))).loss
+
+    _fd_check(fn, theta, log_alpha, seed=22)
+
+
+def test_importance_weight_is_differentiated_in_the_meta_gradient():
+    """The weight multiplies the inner gradient but is itself a function of the parameters; if it
+    were treated as a constant (a common shortcut), the meta-gradient would be wrong."""
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=5)
+    model = ML.GaussianModel(spec)
+    cfg = ML.MetaConfig(alpha_init=0.05, score_term=False)
+    theta = _theta(spec, 31)
+    log_alpha = ML.init_log_alpha(cfg, model, (), DT).requires_grad_(True)
+    pre = _batch(spec, 32)
+    post = _post_for(model, theta, log_alpha, pre, _batch(spec, 33), cfg, "data", 34)
+    g_full = torch.autograd.grad(ML.meta_loss(model, theta, log_alpha, pre, post, cfg, behaviour="data").loss, [theta["pi/fc0/w"]])[0]
+    orig = ML.seg_sum
+    try:
+        ML.seg_sum = lambda x, seg, mask: orig(x.detach(), seg, mask)  # the shortcut
+        g_short = torch.autograd.grad(ML.meta_loss(model, theta, log_alpha, pre, post, cfg, behaviour="data").loss, [theta["pi/fc0/w"]])[0]
+    finally:
+        ML.seg_sum = orig
+    assert float((g_full - g_short).norm() / g_full.norm()) > 1e-3
+
+
+@pytest.mark.parametrize("iw", ["snis", "truncated", "raw", "none"])
+@pytest.mark.parametrize("arch", ["mlp", "lstm"])
+def test_importance_weights_at_behaviour_give_the_plain_gradient(arch, iw):
+    """Data collected by theta itself: weight 1 everywhere, the weighted inner gradient equals the
+    plain policy gradient, and the whole execution-time update equals the training-time one."""
+    spec = P.PolicySpec(arch, obs_dim=3, act_dim=2, hidden=5)
+    model = ML.GaussianModel(spec)
+    cfg = ML.MetaConfig(alpha_init=0.05, iw=iw)
+    theta = _theta(spec, 41, requires_grad=False)
+    b = _batch(spec, 42)
+    with torch.no_grad():
+        b.logp, _ = model.evaluate(ML.expand_params(model, theta, (2,)), b)
+    th = {k: v.expand(2, *v.shape).clone().requires_grad_(True) for k, v in theta.items()}
+    plain = ML.inner_grad(model, th, b, cfg, create_graph=False).grad
+    weighted = ML.inner_grad(model, th, b, cfg, create_graph=False, ref_logp=b.logp).grad
+    weighted_graph = ML.inner_grad(model, th, b, cfg, create_graph=True, ref_logp=b.logp).grad
+    for k in plain:
+        torch.testing.assert_close(weighted[k], plain[k], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(weighted_graph[k], plain[k], rtol=1e-12, atol=1e-12)
+    log_alpha = ML.init_log_alpha(cfg, model, (), DT)
+    a = ML.adapt_execution(model, theta, log_alpha, b, cfg)
+    t = ML.adapt(model, theta, log_alpha, b, cfg, behaviour="theta")
+    for k in a:
+        torch.testing.assert_close(a[k], t[k], rtol=1e-12, atol=1e-12)
+
+
+def test_long_trajectory_weights_stay_finite():
+    """Products of 500 per-step ratios over many episodes overflow; the log-space, self-normalised
+    weights do not, and are invariant to a common shift of the behaviour log-probs."""
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=5)
+    model = ML.GaussianModel(spec)
+    cfg = ML.MetaConfig(alpha_init=0.01)
+    theta = _theta(spec, 51, dtype=torch.float32, requires_grad=False)
+    b = _batch(spec, 52, T=500, G=1, N=6, dtype=torch.float32, episode_starts=False)
+    b.logp = b.logp * 3.0  # log ratios of order +-1000 per trajectory
+    la = ML.init_log_alpha(cfg, model)
+    phi = ML.adapt_execution(model, theta, la, b, cfg)
+    assert all(bool(torch.isfinite(v).all()) for v in phi.values())
+    b2 = b.map(lambda t: t)
+    b2.logp = b.logp + 0.5  # a common factor exp(250) per trajectory
+    phi2 = ML.adapt_execution(model, theta, la, b2, cfg)
+    for k in phi:
+        torch.testing.assert_close(phi2[k], phi[k], rtol=1e-5, atol=1e-6)
+
+
+def _agents(spec, G, seed, dtype):
+    thetas = [_theta(spec, seed + g, dtype=dtype, requires_grad=False) for g in range(G)]
+    las = [torch.log(torch.tensor([0.02, 0.03, 0.01], dtype=dtype)) + 0.1 * g for g in range(G)]
+    return thetas, las
+
+
+def _episodes(spec, G, K, seed, dtype, L=12):
+    g = _gen(seed)
+    lengths = torch.randint(4, L + 1, (G, K), generator=g)
+    r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)  # noqa: E731
+    return ML.episode_batch(
+        r(L, G, K, spec.obs_dim), r(L, G, K, spec.act_dim), r(L, G, K) - 2.0, r(L, G, K), r(L, G, K), lengths,
+        gamma=0.995, terminated=torch.rand(G, K, generator=g) > 0.5, final_values=r(G, K),
+    )
+
+
+@pytest.mark.parametrize("arch", ["mlp", "lstm"])
+def test_batched_execution_adaptation_equals_per_agent_loop(arch):
+    spec = P.PolicySpec(arch, obs_dim=4, act_dim=2, hidden=16)
+    model = ML.GaussianModel(spec)
+    cfg = ML.MetaConfig()
+    G = 3
+    thetas, las = _agents(spec, G, 60, torch.float32)
+    buf = _episodes(spec, G, 5, 61, torch.float32)
+    batched = ML.adapt_execution(model, P.stack_params(thetas), torch.stack(las), buf, cfg)
+    for g in range(G):
+        single = buf.select_agents(slice(g, g + 1))
+        ref = ML.adapt_execution(model, P.stack_params([thetas[g]]), las[g].unsqueeze(0), single, cfg)
+        for k in ref:
+            torch.testing.assert_close(batched[k][g], ref[k][0], rtol=1e-6, atol=1e-6)
+        # and the un-stacked call (no agent dims at all)
+        flat = single.map(lambda t: t) if False else ML.TrajBatch(
+            **{f: getattr(single, f)[:, 0] for f in ("x", "actions", "logp", "values", "returns", "adv", "first", "mask")},
+            state0={k2: v[0] for k2, v in single.state0.items()},
+        )
+        ref2 = ML.adapt_execution(model, thetas[g], las[g], flat, cfg)
+        for k in ref2:
+            torch.testing.assert_close(batched[k][g], ref2[k], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch,iw", [("mlp", "snis"), ("mlp", "truncated"), ("mlp", "raw"), ("mlp", "none"), ("lstm", "snis")])
+def test_execution_adapter_cache_equals_recomputation(arch, iw):
+    """Rounds of 3 episodes into a buffer of 5 (evictions from round 2 on): the cached first step
+    gives the same phi as adapting from scratch on the buffer."""
+    spec = P.PolicySpec(arch, obs_dim=4, act_dim=2, hidden=8)
+    model = ML.GaussianModel(spec)
+    cfg = ML.MetaConfig(iw=iw, buffer_episodes=5, alpha_init=0.05)
+    G = 2
+    thetas, las = _agents(spec, G, 70, DT)
+    theta, la = P.stack_params(thetas), torch.stack(las)
+    cached = ML.ExecutionAdapter(model, theta, la, cfg)
+    always = ML.ExecutionAdapter(model, theta, la, cfg, recompute_ratio=2.0)  # recomputes every round
+    plain = ML.ExecutionAdapter(model, theta, la, cfg, cache_first_step=False)
+    for rnd in range(4):
+        eps = _episodes(spec, G, 3, 80 + rnd, DT)
+        for a in (cached, always, plain):
+            a.add(eps)
+        assert cached.buffer.num_cols == min(5, 3 * (rnd + 1))
+        ref = ML.adapt_execution(model, theta, la, cached.buffer, cfg)
+        for a in (cached, always, plain):
+            phi = a.compute()
+            for k in ref:
+                torch.testing.assert_close(phi[k], ref[k], rtol=1e-10, atol=1e-10)
+    assert cached.recomputes == 1 and always.recomputes >= 3
+
+
+def test_value_function_adapts_through_the_regression_term():
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=5)
+    model = ML.GaussianModel(spec)
+    theta = _theta(spec, 91, requires_grad=False)
+    b = _batch(spec, 92)
+    for coef, moved in ((1.0, True), (0.0, False)):
+        cfg = ML.MetaConfig(alpha_init=0.05, inner_vf_coef=coef)
+        phi = ML.adapt(model, theta, ML.init_log_alpha(cfg, dtype=DT), b, cfg)
+        delta = float((phi["vf/out/w"] - theta["vf/out/w"]).abs().max())
+        assert (delta > 1e-4) == moved
+        assert float((phi["pi/out/w"] - theta["pi/out/w"]).abs().max()) > 1e-4
+
+
+def test_config_documents_paper_values_and_validates():
+    cfg = ML.MetaConfig()
+    assert (cfg.num_steps, cfg.alpha_init, cfg.clip_value, cfg.lr, cfg.lr_alpha) == (3, 1e-3, 0.1, 3e-4, 3e-4)
+    assert (cfg.gamma, cfg.lam, cfg.ppo_clip, cfg.buffer_episodes) == (0.995, 0.95, 0.2, 75)
+    assert ML.LOCOMOTION_BUFFER_EPISODES == 3
+    with pytest.raises(ValueError):
+        ML.MetaConfig(iw="bogus")
+    with pytest.raises(ValueError):
+        ML.MetaConfig(alpha_init=0.0)
+
+
+def test_segments_bookkeeping():
+    first = torch.tensor([[1, 0], [0, 0], [1, 1], [0, 0]], dtype=torch.bool)  # (T=4, N=2)
+    mask = torch.tensor([[1, 1], [1, 1], [1, 1], [1, 0]], dtype=torch.bool)
+    seg = ML.segments(first, mask)
+    assert seg.K.tolist() == [4]  # col 0: 2 episodes; col 1: a continuation, then a new episode
+    x = torch.arange(8, dtype=DT).reshape(4, 2)
+    sums = ML.seg_sum(x, seg, mask)
+    assert sorted(sums[0][seg.valid[0]].tolist()) == sorted([0 + 2, 4 + 6, 1 + 3, 5])
+    assert seg.starts_episode[0][seg.valid[0]].tolist().count(True) == 3
+
+
+def test_meta_training_smoke_and_rollout_integration():
+    """Two meta-iterations on the drifting-goal point: the collected log-probs are what the
+    learner recomputes (ratio 1 at the first outer epoch), alpha moves and stays positive."""
+    from sumo_cli.learn import meta_envs, meta_train
+
+    torch.set_num_threads(1)
+    env = meta_envs.DriftingGoalPoint(num_groups=3, group_size=2, horizon=5)
+    spec = P.PolicySpec("lstm", obs_dim=3, act_dim=2, hidden=8)
+    cfg = ML.MetaConfig(alpha_init=0.05, lr_alpha=0.05, outer_epochs=2, buffer_episodes=4)
+    res = meta_train.meta_train(env, spec, cfg, 2, seed=0, steps_pre=10, steps_post=10)
+    assert len(res.history) == 2 and all(np.isfinite(h["loss"]) for h in res.history)
+    alpha = torch.exp(res.log_alpha)
+    assert bool((alpha > 0).all()) and not torch.allclose(alpha, torch.full_like(alpha, 0.05))
+    theta = res.theta
+    stats = res.obs_norm.stats
+    phi = ML.expand_params(ML.GaussianModel(spec), theta, (3,))
+    ro, _ = meta_train.collect_stacked(env, spec, {k: v.contiguous() for k, v in phi.items()}, stats, env.sample_tasks(1), 10, _gen(0))
+    b = ML.batch_from_rollout(ro, gamma=cfg.gamma, lam=cfg.lam, groups=3)
+    lp, v = ML.GaussianModel(spec).evaluate(phi, b)
+    torch.testing.assert_close(lp, b.logp, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(v, b.values, rtol=1e-5, atol=1e-5)
+    # windows of 3 steps unrolled in parallel from the stored states: the same numbers
+    bw = ML.batch_from_rollout(ro, gamma=cfg.gamma, lam=cfg.lam, groups=3, bptt_chunk=3)
+    assert bw.chunk_len == 3 and bw.chunk_states["pi/h"].shape == (4, 3, 2, 8)
+    lpw, vw = ML.GaussianModel(spec, bptt_chunk=3).evaluate(phi, bw)
+    torch.testing.assert_close(lpw, b.logp, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(vw, b.values, rtol=1e-5, atol=1e-5)
+    out = meta_train.run_adaptation(env, spec, "meta", theta, rounds=3, steps_per_round=10, seed=3, stats=stats, log_alpha=res.log_alpha, cfg=cfg)
+    assert out.shape == (3, 3) and np.isfinite(out).all()
