@@ -8,7 +8,17 @@ from typing import Optional
 import typer
 
 from sumo_cli import __version__
-from sumo_cli.cli import agents_cmd, db_cmd, evolve_cmd, matches_cmd, play_cmd, tournament_cmd, zoo_cmd
+from sumo_cli.cli import (
+    agents_cmd,
+    db_cmd,
+    evolve_cmd,
+    matches_cmd,
+    play_cmd,
+    render_cmd,
+    tournament_cmd,
+    train_cmd,
+    zoo_cmd,
+)
 
 app = typer.Typer(
     name="sumo",
@@ -23,7 +33,9 @@ app.command("play")(play_cmd.play)
 app.add_typer(matches_cmd.matches_app, name="matches")
 app.command("runs")(matches_cmd.runs)
 app.command("tournament")(tournament_cmd.tournament)
+app.command("train")(train_cmd.train)
 app.command("evolve")(evolve_cmd.evolve)
+app.command("render")(render_cmd.render)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,1 @@
+"""Throughput measurements (run as modules: ``python -m sumo_cli.bench.train_bench``)."""

@@ -1,0 +1,95 @@
+"""Training throughput against the raw-MuJoCo limit, measured in one run on the same machine.
+
+    python -m sumo_cli.bench.train_bench [--body ant] [--physics faithful] [--envs 8] [--steps 512]
+                                         [--iterations 2] [--archs mlp,lstm] [--workers 1]
+
+Reports env steps per second (every bout counted) of:
+
+- ``raw_physics``: :func:`sumo_cli.sim.sumo_env.raw_physics_steps_per_second` -- mujoco.rollout of
+  the same scene, one native thread per shard's worth of bouts, no Python between steps (the limit);
+- ``batched_env``: :class:`BatchedSumo` stepped with random actions (physics + observations,
+  rewards and rules), one shard's bouts, one thread;
+- per architecture: ``rollout`` (collection only: env + learner and opponent policy calls) and
+  ``iteration`` (collection + PPO update + bookkeeping: what ``sumo train`` reaches; snapshots kept
+  in memory, so the database's share is not counted) -- the iterations after the first (warm-up).
+
+and each as a fraction of ``raw_physics``. One JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+
+def measure(body: str = "ant", physics: str = "faithful", envs: int = 8, steps: int = 512, iterations: int = 2,
+            archs: tuple[str, ...] = ("mlp", "lstm"), workers: int = 1, shards: int = 2) -> dict:
+    import mujoco
+    import torch
+
+    from sumo_cli.learn import selfplay as SP
+    from sumo_cli.runtime.executor import make_executor
+    from sumo_cli.sim.sumo_env import BatchedSumo, batched_steps_per_second, raw_physics_steps_per_second
+
+    torch.set_num_threads(1)
+    per_shard = envs // shards
+    env = BatchedSumo(body, body, per_shard, physics=physics, n_threads=1)
+    raw = raw_physics_steps_per_second(env.model, per_shard, 1, n_steps=200)
+    batched = batched_steps_per_second(env, n_steps=200)
+    env.close()
+    out = {
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
+                    "mujoco": mujoco.__version__, "torch": torch.__version__,
+                    "load_average": [round(x, 2) for x in os.getloadavg()]},
+        "setup": {"body": body, "physics": physics, "envs": envs, "steps": steps, "shards": shards,
+                  "workers": workers, "iterations_timed": iterations - 1},
+        "raw_physics": round(raw, 1), "batched_env": round(batched, 1),
+        "batched_env_over_raw": round(batched / raw, 3), "archs": {},
+    }
+    executor = make_executor(workers)
+    try:
+        for arch in archs:
+            cfg = SP.TrainConfig(body=body, arch=arch, physics=physics, n_envs=envs, num_steps=steps,
+                                 rollout_shards=shards, iterations=iterations)
+            learner = SP.PPOLearner(SP.policy_spec(cfg), cfg)
+            store = SP.MemoryStore(body)
+            store.start(learner)
+            t0 = time.perf_counter()
+            hist = SP.train(cfg, learner, store, executor)
+            timed = hist[1:] or hist
+            steps_done = cfg.steps_per_iteration * len(timed)
+            wall = sum(p.wall_seconds for p in timed)
+            roll = sum(p.metrics["rollout_seconds"] for p in timed)
+            upd = sum(p.metrics["update_seconds"] for p in timed)
+            out["archs"][arch] = {
+                "rollout": round(steps_done / roll, 1), "iteration": round(steps_done / wall, 1),
+                "rollout_over_raw": round(steps_done / roll / raw, 3),
+                "iteration_over_raw": round(steps_done / wall / raw, 3),
+                "seconds_per_iteration": round(wall / len(timed), 2), "rollout_seconds": round(roll / len(timed), 2),
+                "update_seconds": round(upd / len(timed), 2), "total_seconds": round(time.perf_counter() - t0, 1),
+            }
+    finally:
+        executor.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--body", default="ant")
+    ap.add_argument("--physics", default="faithful")
+    ap.add_argument("--envs", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=512)
+    ap.add_argument("--iterations", type=int, default=2)
+    ap.add_argument("--archs", default="mlp,lstm")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--shards", type=int, default=2)
+    a = ap.parse_args(argv)
+    doc = measure(a.body, a.physics, a.envs, a.steps, a.iterations, tuple(a.archs.split(",")), a.workers, a.shards)
+    print(json.dumps(doc, indent=2))
+
+
+if __name__ == "__main__":
+    main()

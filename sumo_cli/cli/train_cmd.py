@@ -1,0 +1,169 @@
+"""`sumo train`: train an agent with PPO by self-play or against a pool of stored opponents;
+resumable after Ctrl-C or a kill, exactly."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Optional
+
+import typer
+
+from sumo_cli.cli.common import db_url, err_console, friendly, open_db, print_json
+
+# Options that define a run; with --resume the stored values are used and these must be left out.
+_RUN_OPTIONS = {
+    "body": "--body", "arch": "--arch", "strategy": "--strategy", "name": "--name", "opponents": "--opponents",
+    "iterations": "--iterations", "seed": "--seed", "physics": "--physics", "envs": "--envs", "steps": "--steps",
+    "shards": "--shards", "opponent_samples": "--opponent-samples", "episodes_per_opponent": "--episodes-per-opponent",
+    "anneal": "--anneal", "control_coef": "--control-coef", "push_coef": "--push-coef", "move_coef": "--move-coef",
+    "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
+    "face_opponent": "--face-opponent", "motionless_iterations": "--motionless-iterations",
+    "motionless_fraction": "--motionless-fraction", "lr": "--lr", "init_logstd": "--init-logstd", "epochs": "--epochs", "minibatches": "--minibatches",
+    "ent_coef": "--ent-coef", "reward_scale": "--reward-scale", "snapshot_every": "--snapshot-every",
+    "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
+}
+# option name -> TrainConfig field
+_FIELDS = {
+    "envs": "n_envs", "steps": "num_steps", "shards": "rollout_shards", "anneal": "anneal_iterations",
+    "minibatches": "num_minibatches",
+}
+
+
+def _resume_command(ctx: typer.Context, run_id: int) -> str:
+    db = db_url(ctx)
+    return "sumo " + (f"--db {shlex.quote(db)} " if db else "") + f"train --resume {run_id}"
+
+
+@friendly
+def train(
+    ctx: typer.Context,
+    body: Optional[str] = typer.Option(None, "--body", help="ant, bug or spider (required for a new run)."),
+    arch: Optional[str] = typer.Option(None, "--arch", help="mlp or lstm (default lstm)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="none, track or rl2 (default none); meta once it is plugged in."),
+    name: Optional[str] = typer.Option(None, "--name", help="Agent name (default: the canonical one, e.g. ant-lstm)."),
+    opponents: Optional[str] = typer.Option(
+        None, "--opponents", help="Comma-separated opponent pool, e.g. ant-lstm,bug-lstm (name@v pins a version); "
+        "'self' = own snapshots. Default: self (pure self-play)."),
+    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="PPO iterations (one update each; default 100)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of everything (default 0)."),
+    physics: Optional[str] = typer.Option(None, "--physics", help="faithful (RK4, default) or fast (implicitfast)."),
+    envs: Optional[int] = typer.Option(None, "--envs", help="Bout slots per iteration (default 8)."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Steps per slot per iteration (default 512)."),
+    shards: Optional[int] = typer.Option(None, "--shards", help="Rollout jobs per iteration (default 2; fixes the result, -j only runs them)."),
+    opponent_samples: Optional[int] = typer.Option(None, "--opponent-samples", help="Opponent snapshots drawn per shard per iteration (default 8)."),
+    episodes_per_opponent: Optional[int] = typer.Option(None, "--episodes-per-opponent", help="Bouts per interaction with one opponent (default 1; rl2: 3)."),
+    anneal: Optional[int] = typer.Option(None, "--anneal", help="Iterations over which the dense-reward weight goes 1 -> 0 (default 500; 0: sparse only)."),
+    control_coef: Optional[float] = typer.Option(None, "--control-coef", help="Control cost coefficient (reference 0.1)."),
+    push_coef: Optional[float] = typer.Option(None, "--push-coef", help="Push-the-opponent-out coefficient (reference 10)."),
+    move_coef: Optional[float] = typer.Option(None, "--move-coef", help="Move-toward-the-opponent coefficient (reference 0.1)."),
+    centre_coef: Optional[float] = typer.Option(None, "--centre-coef", help="Stay-near-the-centre coefficient (reference 0: off)."),
+    approach_coef: Optional[float] = typer.Option(None, "--approach-coef", help="Reward the signed speed at which the torsos close in (default 0: off)."),
+    start_radius: Optional[float] = typer.Option(None, "--start-radius", help="Curriculum: start this far from the centre (reference 1.15 m)."),
+    start_radius_iterations: Optional[int] = typer.Option(None, "--start-radius-iterations", help="...moving linearly to 1.15 over this many iterations (0: stays)."),
+    face_opponent: Optional[bool] = typer.Option(None, "--face-opponent/--no-face-opponent", help="Curriculum: start turned toward the opponent."),
+    motionless_iterations: Optional[int] = typer.Option(None, "--motionless-iterations", help="Curriculum: the first iterations face motionless opponents only."),
+    motionless_fraction: Optional[float] = typer.Option(None, "--motionless-fraction", help="Curriculum: afterwards this share of opponents is motionless."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Adam learning rate (paper: 3e-4)."),
+    init_logstd: Optional[float] = typer.Option(None, "--init-logstd", help="Initial log std of the actions (default 0: std 1)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="PPO epochs per iteration (default 10)."),
+    minibatches: Optional[int] = typer.Option(None, "--minibatches", help="Minibatches per epoch (default: 32 mlp, 8 lstm)."),
+    ent_coef: Optional[float] = typer.Option(None, "--ent-coef", help="Entropy bonus (default 0)."),
+    reward_scale: Optional[float] = typer.Option(None, "--reward-scale", help="Reward factor inside the learner (default 0.01)."),
+    snapshot_every: Optional[int] = typer.Option(None, "--snapshot-every", help="Store a version every this many iterations (default 1, as the paper)."),
+    eval_every: Optional[int] = typer.Option(None, "--eval-every", help="Evaluate vs a motionless opponent under faithful conditions every this many iterations (default 0: never)."),
+    eval_bouts: Optional[int] = typer.Option(None, "--eval-bouts", help="Bouts per evaluation (default 8)."),
+    workers: int = typer.Option(1, "-j", "--workers", help="Processes that run the rollout shards (default 1; results do not depend on it)."),
+    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address (default: local processes)."),
+    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted training run by id, with its stored settings."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Train an agent by PPO: self-play snapshots (the paper's pre-training) or a pool of stored
+    opponents; one version per iteration; Ctrl-C keeps everything and prints the resume command."""
+    from sumo_cli.errors import UserError
+
+    given = {k: v for k, v in locals().items() if k in _RUN_OPTIONS and v is not None}
+    from sumo_cli import training as TR
+    from sumo_cli.learn.selfplay import TrainConfig
+
+    if resume is not None:
+        if given:
+            opts = ", ".join(_RUN_OPTIONS[k] for k in given)
+            raise UserError(f"--resume continues run {resume} with its stored settings; leave out {opts}")
+        db = open_db(ctx)
+        cfg, agent_name, done = TR.check_resume(db, resume)
+        run_id = resume
+    else:
+        if body is None:
+            raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
+        kw = {_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents")}
+        kw["body"] = body.strip().lower()
+        kw["arch"] = (arch or "lstm").strip().lower()
+        kw["strategy"] = (strategy or "none").strip().lower()
+        if opponents is not None:
+            kw["opponents"] = [o.strip() for o in opponents.split(",") if o.strip()]
+            if not kw["opponents"]:
+                raise UserError("--opponents is empty; give agent names, or self for self-play")
+        cfg = TrainConfig(**kw)
+        if cfg.body not in ("ant", "bug", "spider"):
+            raise UserError(f"unknown body {body!r}; choose one of ant, bug, spider")
+        bad = cfg.check()
+        if bad:
+            raise UserError(bad[0])
+        db = open_db(ctx)
+        agent_name, pool = TR.check_new_run(db, cfg, name)
+        run_id = TR.create_run(db, cfg, agent_name, pool)
+        done = 0
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, got {workers}")
+
+    from sumo_cli.runtime.executor import make_executor
+
+    executor = make_executor(workers, address)
+    quiet = json_out or not err_console.is_terminal
+    if not json_out:
+        err_console.print(
+            f"training run {run_id}: {agent_name} ({cfg.body}, {cfg.policy_arch}, strategy {cfg.strategy}) "
+            f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {cfg.steps_per_iteration} "
+            f"env steps ({cfg.n_envs} x {cfg.num_steps}), {cfg.physics} physics, {executor.workers} worker(s)",
+            highlight=False,
+        )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),
+        TextColumn("{task.fields[steps]} steps  {task.fields[rate]} steps/s  return {task.fields[ret]}  win {task.fields[win]}"),
+        TimeRemainingColumn(), console=err_console, disable=quiet,
+    )
+
+    def fmt(x, spec: str) -> str:
+        return "-" if x is None else format(x, spec)
+
+    def on_iteration(p) -> None:  # noqa: ANN001 - selfplay.Progress
+        m = p.metrics
+        progress.update(task, completed=p.k, steps=f"{p.env_steps:,}", rate=f"{p.steps_per_second:,.0f}",
+                        ret=fmt(m.get("mean_return"), ".0f"), win=fmt(m.get("win_rate"), ".0%"))
+
+    try:
+        with progress:
+            task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-", win="-")
+            summary = TR.run_training(db, run_id, executor, on_iteration)
+    except TR.TrainingInterrupted as exc:
+        executor.close()
+        err_console.print(
+            f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
+            f"Resume with: {_resume_command(ctx, exc.run_id)}", highlight=False, soft_wrap=True,
+        )
+        raise typer.Exit(130)
+    finally:
+        executor.close()
+    if json_out:
+        print_json(summary)
+        return
+    last = summary["last_iteration"]
+    err_console.print(
+        f"run {run_id} finished: {summary['agent']}@{summary['latest_version']} after "
+        f"{summary['env_steps']:,} env steps ({summary['steps_per_second'] or '-'} steps/s this session); "
+        f"last iteration win rate {fmt(last.get('win_rate'), '.0%')}, mean return {fmt(last.get('mean_return'), '.0f')}",
+        highlight=False,
+    )
+

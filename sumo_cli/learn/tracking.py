@@ -1,0 +1,127 @@
+"""PPO tracking: the paper's adaptation baseline (iii), "keep training with PPO during the game".
+
+Between two rounds, a ``track`` player turns the round's episodes into a
+:class:`~sumo_cli.learn.rollout.Rollout` and runs one :func:`~sumo_cli.learn.ppo.ppo_update` on
+its ``params``, with an Adam optimiser that lives in ``player.scratch`` for the whole game (created
+at the first update, forgotten by :func:`~sumo_cli.learn.strategies.start_game`).
+
+Layout: the E padded episodes ``(L, E, ...)`` of an :class:`~sumo_cli.learn.strategies.Experience`
+are concatenated in time into **one column** of ``T = sum(lengths)`` steps, so padding never
+enters the update (no mask is needed, nothing past an episode's length is read). Each episode's
+first step is flagged ``first`` (the recurrent state is zeroed there, as in the game, where every
+non-RL^2 player starts each episode from a zero state); its last step is ``terminated`` (a decided
+bout: bootstrap 0) or ``truncated`` (the step limit's draw, or an unstable bout: bootstrap with
+``final_values``). For the LSTM, the states at the BPTT window starts are recomputed with the
+behaviour parameters (the ``params`` the round was played with), all episodes unrolled in parallel,
+so the first epoch's importance ratios are 1. Behaviour log-probabilities and values are those the
+game recorded.
+
+:data:`TRACK_CONFIG` is the update used at test time: the paper's PPO values (clip 0.2, lr 3e-4,
+gamma 0.995, lambda 0.95, BPTT 10) with 10 epochs and **4 minibatches** (a round is 3 episodes, a
+few hundred to 1,500 steps, so the training batch's 32 minibatches would be a handful of steps
+each), and ``reward_scale`` = 0.01 (the scale :mod:`sumo_cli.learn.selfplay` trains the value
+function with; the game hands over faithful rewards, dense + sparse, of order 1,000).
+
+Deterministic: the minibatch order comes from a generator seeded with 0 at the game's first update.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sumo_cli.learn.ppo import PPOConfig, make_optimizer, ppo_update
+from sumo_cli.learn.rollout import Rollout
+from sumo_cli.learn.strategies import Experience, Player
+from sumo_cli.nets import policy as P
+
+TRACK_CONFIG = PPOConfig(num_minibatches=4, reward_scale=0.01)
+
+
+def _episode_index(lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(step, episode) of every step of the concatenation, in order."""
+    steps = [torch.arange(int(n)) for n in lengths]
+    eps = [torch.full((int(n),), e, dtype=torch.long) for e, n in enumerate(lengths)]
+    return torch.cat(steps), torch.cat(eps)
+
+
+@torch.no_grad()
+def _window_states(spec: P.PolicySpec, params: P.Params, x, s_idx, e_idx, L: int) -> dict:
+    """States fed into steps 0, L, 2L, ... of the concatenated column, (C, 1, H): the E episodes
+    are unrolled in parallel from a zero state with the behaviour parameters."""
+    E = x.shape[1]
+    state = P.initial_state(spec, E, dtype=x.dtype)
+    starts = torch.arange(0, len(s_idx), L)
+    need = s_idx[starts]  # the step within its episode at which each window starts
+    keep: dict[str, list] = {k: [None] * len(starts) for k in state}
+    by_step: dict[int, list[int]] = {}
+    for c, s in enumerate(need.tolist()):
+        by_step.setdefault(s, []).append(c)
+    for t in range(int(need.max()) + 1 if len(need) else 0):
+        for c in by_step.get(t, ()):
+            for k, v in state.items():
+                keep[k][c] = v[e_idx[starts[c]]].clone()
+        _, _, state = P.forward(spec, params, x[t], state)
+    return {k: torch.stack(v)[:, None] for k, v in keep.items()}
+
+
+def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict, exp: Experience, bptt_len: int) -> Rollout:
+    """One column ``(sum(lengths), 1)`` holding every episode of ``exp`` one after another (see
+    the module docstring). ``params`` are the behaviour parameters (used for the LSTM's window
+    start states only)."""
+    from sumo_cli.learn.collect import net_input
+
+    lengths = exp.lengths.to(torch.long)
+    if (lengths < 1).any():
+        raise ValueError("every episode of a round must have at least one step")
+    s_idx, e_idx = _episode_index(lengths)
+    T = len(s_idx)
+
+    def take(a: torch.Tensor) -> torch.Tensor:  # (L, E, ...) -> (T, 1, ...)
+        return a[s_idx, e_idx].unsqueeze(1)
+
+    ends = torch.cumsum(lengths, 0) - 1
+    terminated = torch.zeros(T, 1, dtype=torch.bool)
+    truncated = torch.zeros(T, 1, dtype=torch.bool)
+    final_values = torch.zeros(T, 1, dtype=exp.values.dtype)
+    term = exp.terminated.to(torch.bool)
+    terminated[ends, 0] = term
+    truncated[ends, 0] = ~term
+    final_values[ends, 0] = torch.where(term, torch.zeros_like(exp.final_values), exp.final_values.to(final_values.dtype))
+    first = (s_idx == 0).unsqueeze(1)
+    chunk_states: dict = {}
+    state0: dict = {}
+    if spec.recurrent:
+        dtype = params["logstd"].dtype
+        x = net_input(spec, obs_stats, exp.obs.to(dtype), exp.prev_rewards.to(dtype), exp.prev_dones.to(dtype))
+        chunk_states = _window_states(spec, {k: v.detach() for k, v in params.items()}, x, s_idx, e_idx, bptt_len)
+        state0 = {k: v[0].clone() for k, v in chunk_states.items()}
+    return Rollout(
+        obs=take(exp.obs), actions=take(exp.actions), logp=take(exp.logp), values=take(exp.values),
+        rewards=take(exp.rewards), terminated=terminated, truncated=truncated, first=first,
+        final_values=final_values, last_values=torch.zeros(1, dtype=exp.values.dtype), state0=state0,
+        prev_rewards=take(exp.prev_rewards), prev_dones=take(exp.prev_dones),
+        state_reset=first.clone(), task_end=(terminated | truncated).clone(),
+        chunk_len=bptt_len if spec.recurrent else 0, chunk_states=chunk_states, norm_stats=obs_stats,
+    )
+
+
+def track_update(player: Player, exp: Experience, cfg: PPOConfig | None = None) -> dict[str, float]:
+    """One PPO update of ``player.params`` on the round's experience; returns PPO's statistics.
+    The optimiser (and its moments) carry over from round to round within a game."""
+    cfg = cfg or TRACK_CONFIG
+    scratch = player.scratch
+    if "track_leaves" not in scratch:
+        leaves = {k: v.detach().clone().requires_grad_(True) for k, v in player.params.items()}
+        scratch["track_leaves"] = leaves
+        scratch["track_opt"] = make_optimizer(leaves, cfg)
+        scratch["track_gen"] = torch.Generator().manual_seed(0)
+        scratch["track_updates"] = 0
+    leaves = scratch["track_leaves"]
+    with torch.no_grad():  # whatever the player acts with now is the starting point
+        for k, v in leaves.items():
+            v.copy_(player.params[k])
+    rollout = experience_to_rollout(player.spec, player.params, player.obs_stats, exp, cfg.bptt_len)
+    stats = ppo_update(player.spec, leaves, scratch["track_opt"], rollout, player.obs_stats, cfg, scratch["track_gen"])
+    player.params = {k: v.detach().clone() for k, v in leaves.items()}
+    scratch["track_updates"] += 1
+    return stats

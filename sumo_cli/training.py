@@ -1,0 +1,301 @@
+"""Training runs in the database: what joins the trainer (:mod:`sumo_cli.learn.selfplay`) to the
+store, as :mod:`sumo_cli.library` does for agents.
+
+A run is a ``Run`` row (kind ``train``; its config is the whole :class:`TrainConfig` and the agent
+name) and an ``Agent`` row created with it. Files, under ``checkpoint_root/``:
+
+- ``<agent>/v00000``: theta_0, the initialisation (self-play's oldest opponent; not a version row);
+- ``<agent>/v<k>``: version k (parameters after k updates + normaliser + extras), a ``Version``
+  row with its SHA-256 and the run id;
+- ``runs/train-<id>/learner-<k>``: everything needed to continue after iteration k (parameters,
+  Adam moments and step counts, normaliser; RNG streams are derived from (seed, iteration), so the
+  iteration counter is their state). Only the latest one is kept.
+
+Iteration k is committed as one transaction (its ``Iteration`` row, its ``Version`` row, the run's
+progress and the learner-state file's hash) after its files are written, so a run killed at any
+moment resumes from the last committed iteration and ends bit-identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from sumo_cli import __version__, names
+from sumo_cli.errors import UserError
+from sumo_cli.learn import selfplay as SP
+from sumo_cli.learn.sumo_vec import OpponentPolicy
+from sumo_cli.library import checkpoint_file
+from sumo_cli.nets import normalizer as nz
+from sumo_cli.nets.checkpoint import checkpoint_paths, checkpoint_tensors, load_checkpoint, save_checkpoint
+from sumo_cli.store import games as store_runs
+from sumo_cli.store import registry
+from sumo_cli.store.database import Database
+from sumo_cli.store.models import Iteration, Run
+
+RUN_KIND = "train"
+
+
+class TrainingInterrupted(Exception):
+    """Ctrl-C: everything up to iteration ``done`` is saved; the run can be resumed."""
+
+    def __init__(self, run_id: int, done: int, total: int):
+        super().__init__(f"training run {run_id} interrupted after iteration {done} of {total}")
+        self.run_id, self.done, self.total = run_id, done, total
+
+
+@dataclass
+class Opponent:
+    """One entry of ``--opponents``: ``self``, or a stored agent (optionally pinned to a version)."""
+
+    name: str
+    body: str
+    pinned: int | None = None
+
+
+def _run_dir(db: Database, run_id: int) -> Path:
+    return registry.checkpoint_root(db.url) / "runs" / f"train-{run_id}"
+
+
+# ---------------------------------------------------------------------------------------------
+# checks (nothing is written)
+
+
+def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[str, list[Opponent]]:
+    """The agent name and the resolved opponents of a new run, or a UserError saying what is wrong."""
+    bad = cfg.check()
+    if bad:
+        raise UserError(bad[0])
+    canonical = names.canonical_name(cfg.body, cfg.arch, cfg.strategy)
+    if SP.learner_factory(cfg.strategy) is None:
+        raise UserError(f"training with strategy {cfg.strategy!r} is not available in this sumo yet "
+                        f"(it plugs in through sumo_cli.learn.selfplay.register_learner)")
+    agent_name = names.validate_custom_name(name) if name else canonical
+    opponents: list[Opponent] = []
+    with db.read() as s:
+        existing = registry.get_agent(s, agent_name)
+        if existing is not None:
+            run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
+            run = s.get(Run, run_id) if run_id is not None else None
+            resumable = run is not None and run.kind == RUN_KIND and run.status != "finished"
+            hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
+            raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
+        for token in cfg.opponents:
+            token = token.strip()
+            if token.lower() == SP.SELF:
+                opponents.append(Opponent(SP.SELF, cfg.body))
+                continue
+            ref = names.parse(token)
+            rv = registry.resolve(s, token)  # unknown names: one sentence with close matches
+            opponents.append(Opponent(rv.agent_name, rv.body, rv.version if ref.version else None))
+    if not opponents:
+        raise UserError("--opponents is empty; give agent names, or self for self-play")
+    return agent_name, opponents
+
+
+# ---------------------------------------------------------------------------------------------
+# the store the trainer writes to
+
+
+class DbTrainStore:
+    """:class:`~sumo_cli.learn.selfplay.TrainStore` over the database and checkpoint files."""
+
+    def __init__(self, db: Database, run_id: int, agent_name: str, cfg: SP.TrainConfig, opponents: list[Opponent],
+                 theta0: dict, cache_size: int = 64):
+        self.db, self.run_id, self.agent_name, self.cfg = db, run_id, agent_name, cfg
+        self.opponents = opponents
+        self.theta0 = theta0
+        self._cache: OrderedDict[tuple[str, int], OpponentPolicy] = OrderedDict()
+        self._cache_size = cache_size
+        self.files: dict[tuple[str, int], tuple[str, str, str]] = {}  # (name, version) -> path, sha, body
+        self.own: list[int] = [0]
+        with db.read() as s:
+            for op in opponents:
+                if op.name == SP.SELF:
+                    continue
+                agent = registry.get_agent(s, op.name)
+                for v in agent.versions:
+                    if op.pinned is None or v.version == op.pinned:
+                        self.files[(op.name, v.version)] = (v.checkpoint_path, v.sha256, agent.body)
+            me = registry.get_agent(s, agent_name)
+            for v in me.versions:
+                self.files[(SP.SELF, v.version)] = (v.checkpoint_path, v.sha256, me.body)
+                self.own.append(v.version)
+        self.files[(SP.SELF, 0)] = (theta0["path"], theta0["sha256"], cfg.body)
+
+    def pool(self) -> list[tuple[str, str, list[int]]]:
+        out = []
+        for op in self.opponents:
+            if op.name == SP.SELF:
+                out.append((SP.SELF, self.cfg.body, list(self.own)))
+            else:
+                out.append((op.name, op.body, sorted(v for (n, v) in self.files if n == op.name)))
+        return out
+
+    def load_opponent(self, name: str, version: int) -> OpponentPolicy:
+        key = (name, version)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        path, sha, body = self.files[key]
+        ck = load_checkpoint(path, sha)
+        display = f"{self.agent_name if name == SP.SELF else name}@{version}"
+        opp = OpponentPolicy(display, body, ck.spec.to_dict(), {k: v.numpy() for k, v in ck.params.items()},
+                             nz.to_numpy(ck.obs_stats))
+        self._cache[key] = opp
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return opp
+
+    def save_iteration(self, k: int, learner: SP.Learner, metrics: dict, snapshot: bool) -> None:
+        cfg = self.cfg
+        version_file = None
+        if snapshot:
+            params, stats = learner.policy()
+            version_file = checkpoint_file(self.db, self.agent_name, k)
+            digest = save_checkpoint(
+                version_file, checkpoint_tensors(params, stats, learner.snapshot_extras()), learner.spec,
+                body=cfg.body, strategy=cfg.strategy,
+                metadata={"agent": self.agent_name, "version": k, "iteration": k, "run_id": self.run_id,
+                          "reward_scale": cfg.reward_scale},
+            )
+        state = save_learner_state(self.db, self.run_id, k, learner)
+        summary = {key: metrics.get(key) for key in ("win_rate", "mean_return", "episodes", "alpha")}
+        with self.db.write() as s:
+            s.add(Iteration(run_id=self.run_id, iteration=k, env_steps=k * cfg.steps_per_iteration,
+                            wall_seconds=float(metrics.get("wall_seconds", 0.0)), metrics=metrics))
+            if snapshot:
+                agent = registry.get_agent(s, self.agent_name)
+                row = registry.add_version(s, agent, k, str(version_file), digest, iteration=k, metrics=summary)
+                row.run_id = self.run_id
+            run = store_runs.get_run(s, self.run_id, RUN_KIND)
+            store_runs.set_run_status(s, self.run_id, "running", done=k,
+                                      state={**(run.state or {}), "learner": state})
+        if snapshot:
+            self.files[(SP.SELF, k)] = (str(version_file), digest, cfg.body)
+            self.own.append(k)
+        _drop_old_learner_states(self.db, self.run_id, keep=k)
+
+
+def save_learner_state(db: Database, run_id: int, k: int, learner: SP.Learner) -> dict:
+    tensors, meta = learner.state()
+    path = _run_dir(db, run_id) / f"learner-{k:05d}"
+    sha = save_checkpoint(path, tensors, learner.spec, metadata={"kind": "learner-state", "run_id": run_id,
+                                                                 "iteration": k, "learner": meta})
+    return {"iteration": k, "path": str(path), "sha256": sha}
+
+
+def _drop_old_learner_states(db: Database, run_id: int, keep: int) -> None:
+    for p in _run_dir(db, run_id).glob("learner-*.safetensors"):
+        k = int(p.name.split("-")[1].split(".")[0])
+        if k < keep:
+            for f in checkpoint_paths(p):
+                f.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# runs
+
+
+def create_run(db: Database, cfg: SP.TrainConfig, agent_name: str, opponents: list[Opponent]) -> int:
+    """The Run and Agent rows, theta_0 and the learner's initial state. Call after
+    :func:`check_new_run`."""
+    config = {"train": cfg.to_dict(), "agent": agent_name,
+              "opponents": [{"name": o.name, "body": o.body, "pinned": o.pinned} for o in opponents]}
+    with db.write() as s:
+        run_id = store_runs.create_run(s, RUN_KIND, config, cfg.seed, cfg.iterations, __version__)
+        registry.create_agent(s, agent_name, cfg.body, cfg.arch, cfg.strategy, "trained",
+                              {"run_id": run_id, "config": cfg.to_dict()})
+    learner = SP.learner_factory(cfg.strategy)(SP.policy_spec(cfg), cfg)
+    _write_start(db, run_id, cfg, agent_name, learner)
+    return run_id
+
+
+def _write_start(db: Database, run_id: int, cfg: SP.TrainConfig, agent_name: str, learner: SP.Learner) -> dict:
+    params, stats = learner.policy()
+    path = checkpoint_file(db, agent_name, 0)
+    sha = save_checkpoint(path, checkpoint_tensors(params, stats, learner.snapshot_extras()), learner.spec,
+                          body=cfg.body, strategy=cfg.strategy,
+                          metadata={"agent": agent_name, "version": 0, "iteration": 0, "run_id": run_id,
+                                    "reward_scale": cfg.reward_scale})
+    state = {"theta0": {"path": str(path), "sha256": sha}, "learner": save_learner_state(db, run_id, 0, learner)}
+    with db.write() as s:
+        store_runs.set_run_status(s, run_id, "running", done=0, state=state)
+    return state
+
+
+def check_resume(db: Database, run_id: int) -> tuple[SP.TrainConfig, str, int]:
+    """The stored configuration, agent name and iterations done of a run that can be resumed."""
+    with db.read() as s:
+        run = store_runs.get_run(s, run_id, RUN_KIND)
+        if run.status == "finished":
+            raise UserError(f"training run {run_id} already finished all {run.progress_total} iterations; "
+                            "start a new run to train further")
+        cfg = SP.TrainConfig.from_dict(run.config["train"])
+        return cfg, run.config["agent"], run.progress_done
+
+
+def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP.Progress], None] | None = None) -> dict:
+    """Train run ``run_id`` from where it stands to its last iteration. Ctrl-C: the run is marked
+    interrupted and :class:`TrainingInterrupted` is raised (everything committed so far stays)."""
+    with db.read() as s:
+        run = store_runs.get_run(s, run_id, RUN_KIND)
+        cfg = SP.TrainConfig.from_dict(run.config["train"])
+        agent_name = run.config["agent"]
+        opponents = [Opponent(o["name"], o["body"], o["pinned"]) for o in run.config["opponents"]]
+        state = dict(run.state or {})
+    factory = SP.learner_factory(cfg.strategy)
+    if factory is None:
+        raise UserError(f"training with strategy {cfg.strategy!r} is not available in this sumo")
+    learner = factory(SP.policy_spec(cfg), cfg)
+    if "theta0" not in state:  # killed before the start files were written: they are derived from the seed
+        state = _write_start(db, run_id, cfg, agent_name, learner)
+    saved = state["learner"]
+    ck = load_checkpoint(saved["path"], saved["sha256"])
+    learner.load_state(ck.tensors, ck.metadata["learner"])
+    start = int(saved["iteration"])
+    store = DbTrainStore(db, run_id, agent_name, cfg, opponents, state["theta0"])
+    with db.write() as s:
+        store_runs.set_run_status(s, run_id, "running", done=start)
+    t0 = time.perf_counter()
+    history: list[SP.Progress] = []
+
+    def report(p: SP.Progress) -> None:
+        history.append(p)
+        _after_iteration(p)
+        if on_iteration is not None:
+            on_iteration(p)
+
+    try:
+        SP.train(cfg, learner, store, executor, start=start, on_iteration=report)
+    except KeyboardInterrupt:
+        with db.write() as s:
+            store_runs.set_run_status(s, run_id, "interrupted")
+            done = store_runs.get_run(s, run_id).progress_done
+        raise TrainingInterrupted(run_id, done, cfg.iterations) from None
+    except BaseException:
+        with db.write() as s:
+            store_runs.set_run_status(s, run_id, "failed")
+        raise
+    with db.write() as s:
+        store_runs.set_run_status(s, run_id, "finished", done=cfg.iterations)
+    wall = time.perf_counter() - t0
+    steps = len(history) * cfg.steps_per_iteration
+    last = history[-1].metrics if history else {}
+    return {
+        "run_id": run_id, "agent": agent_name, "body": cfg.body, "arch": cfg.arch, "strategy": cfg.strategy,
+        "status": "finished", "iterations": cfg.iterations, "resumed_from": start,
+        "env_steps": cfg.iterations * cfg.steps_per_iteration, "steps_per_iteration": cfg.steps_per_iteration,
+        "latest_version": cfg.iterations, "wall_seconds": round(wall, 3),
+        "steps_per_second": round(steps / wall, 1) if wall > 0 and steps else None,
+        "last_iteration": {k: last.get(k) for k in ("win_rate", "draw_rate", "loss_rate", "mean_return",
+                                                    "mean_length", "episodes", "alpha")},
+    }
+
+
+def _after_iteration(progress: SP.Progress) -> None:
+    """Called after every committed iteration (tests replace it to simulate an interruption)."""
