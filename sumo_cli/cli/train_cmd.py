@@ -39,7 +39,7 @@ def train(
     ctx: typer.Context,
     body: Optional[str] = typer.Option(None, "--body", help="ant, bug or spider (required for a new run)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="mlp or lstm (default lstm)."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", help="none, track or rl2 (default none); meta once it is plugged in."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="none, track, rl2 or meta (default none)."),
     name: Optional[str] = typer.Option(None, "--name", help="Agent name (default: the canonical one, e.g. ant-lstm)."),
     opponents: Optional[str] = typer.Option(
         None, "--opponents", help="Comma-separated opponent pool, e.g. ant-lstm,bug-lstm (name@v pins a version); "

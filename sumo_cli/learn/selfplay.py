@@ -381,6 +381,7 @@ class IterationContext:
     executor: object
     timing: dict = field(default_factory=dict)
     episodes: list[EpisodeRecord] = field(default_factory=list)
+    store: "TrainStore | None" = None  # the run's store (pool, opponent versions), for learners that pick their own
 
     def collect(self, spec: P.PolicySpec, params: P.Params, obs_stats: dict, reset_on: str) -> Rollout:
         """The iteration's batch with these parameters: every shard job run (in parallel where the
@@ -632,7 +633,7 @@ def train(
             t0 = time.perf_counter()
             pool = store.pool()
             jobs = plan_jobs(cfg, k, pool, store)
-            ctx = IterationContext(k, cfg, jobs[0].alpha, jobs, executor)
+            ctx = IterationContext(k, cfg, jobs[0].alpha, jobs, executor, store=store)
             stats = learner.iterate(ctx)
             metrics = iteration_metrics(ctx, stats)
             if cfg.eval_every and (k % cfg.eval_every == 0 or k == cfg.iterations):

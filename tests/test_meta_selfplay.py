@@ -1,0 +1,105 @@
+"""`sumo train --strategy meta` end to end: the meta-learner trains against a stored self-play
+agent's consecutive versions, its versions carry the learned step sizes under meta/log_alpha,
+resume is exact, and the trained agent plays a game as a meta player."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from tests.test_train import TINY, db, final_tensors, rows
+
+META = ["--body", "ant", "--arch", "mlp", "--strategy", "meta", "--opponents", "ant-mlp", "--seed", "3", *TINY]
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
+def _pretrain(cli) -> None:
+    code, _, err = cli("train", "--body", "ant", "--arch", "mlp", "--iterations", "2", *TINY)
+    assert code == 0, err
+
+
+def _agent(tmp_path, name: str):
+    from sumo_cli.library import load_agent
+
+    d = db(tmp_path)
+    try:
+        return load_agent(d, name)
+    finally:
+        d.dispose()
+
+
+def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path):
+    from sumo_cli.compete.game import AgentData, GameSettings, play_game
+    from sumo_cli.learn.meta import MetaConfig
+    from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
+
+    _pretrain(cli)
+    code, out, err = cli("train", *META, "--iterations", "2", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["agent"], doc["strategy"], doc["latest_version"]) == ("ant-mlp-meta", "meta", 2)
+    its = sorted((i for i in rows(tmp_path)["Iteration"] if i.run_id == 2), key=lambda i: i.iteration)
+    assert [i.iteration for i in its] == [1, 2]
+    for it in its:
+        m = it.metrics
+        # task pairs (v, v+1) of the 2-version pool: versions 1 then 2
+        assert sorted(m["opponents"]) == ["ant-mlp@1", "ant-mlp@2"]
+        assert m["iteration_env_steps"] == 2 * 2 * 40 and m["meta_tasks"] == 2
+        for key in ("loss", "ppo", "vf", "score", "pre_return", "post_return", "update_seconds"):
+            assert key in m, key
+    init = math.log(MetaConfig().alpha_init)
+    for v in (1, 2):
+        a = _agent(tmp_path, f"ant-mlp-meta@{v}")
+        la = a.meta_params[LOG_ALPHA_KEY]
+        assert la.shape == (3,)
+        assert torch.all(torch.exp(la) > 0) and torch.all(la != torch.tensor(init, dtype=la.dtype))
+    from safetensors.torch import load_file
+
+    theta0 = load_file(str(tmp_path / "db" / "checkpoints" / "ant-mlp-meta" / "v00000.safetensors"))
+    assert torch.equal(theta0[LOG_ALPHA_KEY], torch.full((3,), init, dtype=theta0[LOG_ALPHA_KEY].dtype))
+
+    meta = AgentData.from_loaded(_agent(tmp_path, "ant-mlp-meta@2"))
+    assert meta.strategy == "meta"
+    opp = AgentData.from_loaded(_agent(tmp_path, "ant-mlp@2"))
+    res = play_game(meta, opp, GameSettings(rounds=2, episodes=1, physics="fast"), seed=5)
+    assert len(res.rounds) == 2
+
+
+def test_meta_resume_after_interruption_ends_bit_identical(cli, tmp_path, monkeypatch):
+    from sumo_cli import training
+
+    _pretrain(cli)
+    args = ["train", *META, "--iterations", "3"]
+    assert cli(*args, "--name", "straight")[0] == 0
+
+    def interrupt(p):
+        if p.k == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "_after_iteration", interrupt)
+    code, _, err = cli(*args, "--name", "bumpy")
+    assert code == 130 and "1 of 3 iterations saved" in err
+    monkeypatch.setattr(training, "_after_iteration", lambda p: None)
+    code, out, err = cli("train", "--resume", "3", "--json")
+    assert code == 0, err
+    assert json.loads(out)["resumed_from"] == 1
+
+    a, b = final_tensors(tmp_path, "straight"), final_tensors(tmp_path, "bumpy")
+    ma, mb = _agent(tmp_path, "straight").meta_params, _agent(tmp_path, "bumpy").meta_params
+    assert a.keys() == b.keys() and ma.keys() == mb.keys() == {"meta/log_alpha"}
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    assert torch.equal(ma["meta/log_alpha"], mb["meta/log_alpha"])
+    its = {(i.run_id, i.iteration): i.metrics for i in rows(tmp_path)["Iteration"]}
+    for k in range(1, 4):
+        assert its[(2, k)]["loss"] == its[(3, k)]["loss"], k
+        assert its[(2, k)]["mean_return"] == its[(3, k)]["mean_return"], k
