@@ -10,6 +10,8 @@ import typer
 from sumo_cli import __version__
 from sumo_cli.cli import (
     agents_cmd,
+    bench_cmd,
+    bench_game_cmd,
     db_cmd,
     evolve_cmd,
     matches_cmd,
@@ -36,6 +38,8 @@ app.command("tournament")(tournament_cmd.tournament)
 app.command("train")(train_cmd.train)
 app.command("evolve")(evolve_cmd.evolve)
 app.command("render")(render_cmd.render)
+bench_cmd.app.command("game")(bench_game_cmd.game)
+app.add_typer(bench_cmd.app, name="bench")
 
 
 def _version(value: bool) -> None:
