@@ -209,8 +209,14 @@ def play_game(
     settings: GameSettings,
     seed: int,
     on_round: Callable[[RoundResult], None] | None = None,
+    on_step: Callable[[int, object, object, np.ndarray | None], None] | None = None,
+    stop_after: int | None = None,
 ) -> GameResult:
-    """Play one iterated game. ``b`` may be a list of versions, one per round (learning opponent)."""
+    """Play one iterated game. ``b`` may be a list of versions, one per round (learning opponent).
+
+    ``on_step(round, env, step_result, active)`` is called after each round's reset (with
+    ``step_result`` and ``active`` None) and after every env step: videos record poses through it.
+    ``stop_after`` ends the game after that round (0-based), e.g. to replay up to a chosen round."""
     from sumo_cli.sim.sumo_env import MAX_STEPS, REASONS, BatchedSumo
 
     if settings.rounds < 1 or settings.episodes < 1:
@@ -233,14 +239,17 @@ def play_game(
     pb = pb_all[0]
     side_b = _Side(pb, E, max_len, torch_gen)
     rounds: list[RoundResult] = []
+    last = settings.rounds - 1 if stop_after is None else min(stop_after, settings.rounds - 1)
     try:
-        for r in range(settings.rounds):
+        for r in range(last + 1):
             if len(pb_all) > 1 and r > 0:
                 # The learning opponent's next version: it keeps no adaptation state from the last.
                 pb = pb_all[r]
                 S.start_game([pb])
                 side_b.set_player(pb)
             obs_a, obs_b = env.reset(seed=game_seed(seed, r))
+            if on_step is not None:
+                on_step(r, env, None, None)
             side_a.start_round()
             side_b.start_round()
             lengths = np.zeros(E, dtype=np.int64)
@@ -258,6 +267,8 @@ def play_game(
                 t2 = time.perf_counter()
                 timing["policy"] += t1 - t0
                 timing["physics"] += t2 - t1
+                if on_step is not None:
+                    on_step(r, env, res, active)
                 side_a.record(t, res.dense_a + res.sparse_a, active)
                 side_b.record(t, res.dense_b + res.sparse_b, active)
                 ended = res.done & active
@@ -277,7 +288,7 @@ def play_game(
             rounds.append(rr)
             if on_round is not None:
                 on_round(rr)
-            if r == settings.rounds - 1:
+            if r == last:
                 break
             exp_a = side_a.experience(lengths, terminated, final_a)
             exp_b = side_b.experience(lengths, terminated, final_b)

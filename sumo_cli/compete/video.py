@@ -1,15 +1,11 @@
 """Videos and stills of iterated games: the agents' policies replay chosen rounds, sim.render draws them.
 
 A round of a game depends on everything before it (both agents adapt between rounds), so a round is
-shown by replaying the game from its start up to that round, exactly as ``game.play_game`` plays it:
-the same per-round bout seeds, the same action-noise generator, the same adaptation calls, one
-torch thread. The replay is therefore the game that ``sumo play`` with the same agents, settings and
-seed played (``tests/test_render.py`` checks that the episodes match), and it is deterministic given
-the game seed. Of each chosen round the first episode (bout) is kept as poses, one per env step,
-and rendered afterwards.
-
-The replay loop mirrors ``play_game`` line for line (the game module offers no per-step hook); any
-change to how games act there must be made here too, which the matching test catches.
+shown by replaying the game from its start up to that round with ``game.play_game`` itself (its
+per-step hook records the poses). The replay is therefore the game that ``sumo play`` with the same
+agents, settings and seed played (``tests/test_render.py`` checks that the episodes match), and it
+is deterministic given the game seed. Of each chosen round the first episode (bout) is kept as
+poses, one per env step, and rendered afterwards.
 """
 
 from __future__ import annotations
@@ -22,12 +18,9 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from sumo_cli.compete.game import AgentData, GameSettings, _Side
-from sumo_cli.compete.schedule import game_seed
+from sumo_cli.compete.game import AgentData, GameSettings, play_game
 from sumo_cli.errors import UserError
-from sumo_cli.learn import strategies as S
 
-_OUTCOME = {1: "win", 2: "loss", 3: "draw"}
 _HOLD = 10   # frames the last pose of each round is held for (half a second at 20 fps)
 
 
@@ -57,7 +50,7 @@ def replay_rounds(
 
     ``b`` may be a list of versions, one per round (a learning opponent), as for play_game.
     ``on_round(done, total)`` is called after every replayed round."""
-    from sumo_cli.sim.sumo_env import MAX_STEPS, REASONS, UNSTABLE, BatchedSumo
+    from sumo_cli.sim.sumo_env import UNSTABLE
 
     wanted = sorted({int(r) for r in rounds})
     if not wanted:
@@ -66,75 +59,30 @@ def replay_rounds(
     if bad:
         raise UserError(f"round {bad[0]} is not in the game, which has rounds 1..{settings.rounds}")
     b_versions = b if isinstance(b, list) else [b]
-    if len(b_versions) not in (1, settings.rounds):
-        raise ValueError("a learning opponent needs one version per round")
     last = wanted[-1]
-    E = settings.episodes
+    poses: dict[int, list[np.ndarray]] = {}
+    models: dict[int, object] = {}
+
+    def on_step(r: int, env, res, active) -> None:  # noqa: ANN001
+        if r not in wanted:
+            return
+        if res is None:
+            poses[r], models[r] = [env.data[0].qpos.copy()], env.model
+        elif active[0]:
+            broken = res.done[0] and res.reason[0] == UNSTABLE  # MuJoCo reset it: keep the last pose
+            poses[r].append(poses[r][-1].copy() if broken else env.data[0].qpos.copy())
+
     threads_before = torch.get_num_threads()
-    torch.set_num_threads(1)  # as play_game: the adaptation's arithmetic must match the game's
-    torch_gen = torch.Generator().manual_seed(game_seed(seed, 0xAC7))
-    pa = a.player()
-    pb_all = [v.player() for v in b_versions]
-    S.start_game([pa, pb_all[0]])
-    env = BatchedSumo(a.body, b_versions[0].body, E, physics=settings.physics, seed=seed, auto_reset=False,
-                      n_threads=settings.threads)
-    max_len = MAX_STEPS + 1
-    side_a = _Side(pa, E, max_len, torch_gen)
-    pb = pb_all[0]
-    side_b = _Side(pb, E, max_len, torch_gen)
-    traces: dict[int, RoundTrace] = {}
     try:
-        for r in range(last + 1):
-            if len(pb_all) > 1 and r > 0:
-                pb = pb_all[r]
-                S.start_game([pb])
-                side_b.set_player(pb)
-            obs_a, obs_b = env.reset(seed=game_seed(seed, r))
-            side_a.start_round()
-            side_b.start_round()
-            keep = r in wanted
-            poses = [env.data[0].qpos.copy()] if keep else None
-            lengths = np.zeros(E, dtype=np.int64)
-            outcome = np.zeros(E, dtype=np.int8)
-            reason = np.zeros(E, dtype=np.int8)
-            final_a, final_b = obs_a.copy(), obs_b.copy()
-            t = 0
-            while not env.finished.all():
-                active = ~env.finished
-                act_a = side_a.act(t, obs_a)
-                act_b = side_b.act(t, obs_b)
-                res = env.step(act_a, act_b)
-                side_a.record(t, res.dense_a + res.sparse_a, active)
-                side_b.record(t, res.dense_b + res.sparse_b, active)
-                if keep and active[0]:
-                    broken = res.done[0] and res.reason[0] == UNSTABLE  # MuJoCo reset it: keep the last pose
-                    poses.append(poses[-1].copy() if broken else env.data[0].qpos.copy())
-                ended = res.done & active
-                if ended.any():
-                    lengths[ended] = res.length[ended]
-                    outcome[ended] = res.outcome[ended]
-                    reason[ended] = res.reason[ended]
-                    final_a[ended], final_b[ended] = res.final_obs_a[ended], res.final_obs_b[ended]
-                obs_a, obs_b = res.obs_a, res.obs_b
-                t += 1
-            if keep:
-                traces[r] = RoundTrace(
-                    r, a.display, b_versions[min(r, len(b_versions) - 1)].display, np.array(poses),
-                    _OUTCOME[int(outcome[0])], REASONS[int(reason[0])], int(lengths[0]), env.model,
-                )
-            if on_round is not None:
-                on_round(r + 1, last + 1)
-            if r == last:
-                break
-            terminated = (reason == 1) | (reason == 2)
-            exp_a = side_a.experience(lengths, terminated, final_a)
-            exp_b = side_b.experience(lengths, terminated, final_b)
-            S.adapt([pa], [exp_a])
-            if len(pb_all) == 1:
-                S.adapt([pb], [exp_b])
+        result = play_game(a, b, settings, seed, on_step=on_step, stop_after=last,
+                           on_round=None if on_round is None else (lambda rd: on_round(rd.index + 1, last + 1)))
     finally:
-        env.close()
         torch.set_num_threads(threads_before)
+    traces = {}
+    for r in wanted:
+        ep = result.rounds[r].episodes[0]
+        traces[r] = RoundTrace(r, a.display, b_versions[min(r, len(b_versions) - 1)].display, np.array(poses[r]),
+                               ep.outcome, ep.reason, ep.length, models[r])
     return traces
 
 
