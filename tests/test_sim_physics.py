@@ -82,6 +82,50 @@ def test_arena_and_options():
         scene_xml("ant", "ant", "euler")
 
 
+def _contacts(model, data):
+    return {tuple(sorted((model.geom(c.geom1).name, model.geom(c.geom2).name))) for c in data.contact}
+
+
+def test_legs_collide_with_their_own_legs_but_not_with_the_torso():
+    # the reference lets every geom collide; MuJoCo's weld/parent filter keeps the overlaps of the
+    # rigid segments (welded to the torso, all starting at its centre) out of it
+    model = build_model("spider", "spider")
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    assert not any(a.startswith("agent0/") and b.startswith("agent0/") for a, b in _contacts(model, data))
+    # the front pair (legs 1 and 2, 30 degrees apart) swung towards each other: the thighs touch
+    data.qpos[model.joint("agent0/hip_1").qposadr[0]] = math.radians(-20)
+    data.qpos[model.joint("agent0/hip_2").qposadr[0]] = math.radians(20)
+    mujoco.mj_forward(model, data)
+    assert ("agent0/thigh_1_geom", "agent0/thigh_2_geom") in _contacts(model, data)
+
+
+@pytest.mark.parametrize("body", sorted(BODIES))
+def test_knees_bend_down_by_the_same_amount_on_every_leg(body):
+    """Physically the same range on every leg (Ant/Bug: 30..70 degrees down; Spider: 35 down to 45
+    up), whatever the joint's own sign; positive bends down on the legs pointing to +x."""
+    spec = body_spec(body)
+    model = build_model(body, body)
+    data = mujoco.MjData(model)
+    expected = {"ant": (30, 70), "bug": (30, 70), "spider": (-45, 35)}[body]   # (up, down) as down>0
+
+    def foot_z(leg, angle_deg):
+        mujoco.mj_resetData(model, data)
+        data.qpos[model.joint(f"agent0/knee_{leg}").qposadr[0]] = math.radians(angle_deg)
+        mujoco.mj_kinematics(model, data)
+        g = model.geom(f"agent0/shin_{leg}_geom")
+        axis = data.geom_xmat[g.id].reshape(3, 3)[:, 2] * model.geom_size[g.id][1]
+        return min(data.geom_xpos[g.id][2] + axis[2], data.geom_xpos[g.id][2] - axis[2])
+
+    for i, leg in enumerate(spec.legs, start=1):
+        lo, hi = np.degrees(model.jnt_range[model.joint(f"agent0/knee_{i}").id])
+        sign = 1 if math.cos(math.radians(leg.azimuth_deg)) > 0 else -1
+        assert leg.knee_sign == sign
+        down = 1 if foot_z(i, 10) < foot_z(i, -10) else -1      # which sign of the angle lowers the foot
+        assert down == sign
+        assert sorted(down * np.array([lo, hi])) == pytest.approx(expected)
+
+
 @pytest.mark.parametrize("body_a", sorted(BODIES))
 @pytest.mark.parametrize("body_b", sorted(BODIES))
 def test_every_pair_constructs(body_a, body_b):

@@ -8,9 +8,13 @@ Physics modes:
 - ``"fast"``: the implicitfast integrator, everything else identical (same 0.01 s timestep; the
   environment still takes 5 physics steps per env step).
 
-Collision bits: the arena geoms have contype=conaffinity=1; agent A's geoms contype=2,
-conaffinity=1|4; agent B's contype=4, conaffinity=1|2. So each agent touches the arena and the
-opponent, never itself (legs overlap the torso by construction, as in the reference bodies).
+Collision bits: the arena geoms have contype=conaffinity=1; agent A's geoms contype=2, agent B's
+contype=4, both conaffinity=1|2|4. So each agent touches the arena, the opponent and itself, as in
+the reference, where every geom collides with every other. MuJoCo's own filter keeps the overlaps
+that the bodies have by construction out of it: geoms of bodies welded together (the torso and the
+rigid leg segments, which start at the torso centre) or in a parent-child pair (segment and the
+next segment of a leg) never collide. What remains is leg against leg: the Spider's two front legs
+(30 degrees apart, hips +-20) touch, and so do a Bug's corner and middle legs.
 """
 
 from __future__ import annotations
@@ -67,9 +71,9 @@ def scene_xml(body_a: str | BodySpec, body_b: str | BodySpec, physics: str = "fa
     )
     # Start poses along x; reset() moves them to the sampled angle anyway.
     agent_a, act_a = agent_xml(spec_a, AGENT_PREFIXES[0], (-START_RADIUS, 0.0, START_HEIGHT),
-                               contype=2, conaffinity=1 | 4, rgba=_AGENT_COLORS[0])
+                               contype=2, conaffinity=1 | 2 | 4, rgba=_AGENT_COLORS[0])
     agent_b, act_b = agent_xml(spec_b, AGENT_PREFIXES[1], (START_RADIUS, 0.0, START_HEIGHT),
-                               contype=4, conaffinity=1 | 2, rgba=_AGENT_COLORS[1])
+                               contype=4, conaffinity=1 | 2 | 4, rgba=_AGENT_COLORS[1])
     return f"""<mujoco model="robosumo_{spec_a.name}_vs_{spec_b.name}">
 <compiler angle="degree" inertiafromgeom="true" autolimits="true"/>
 <option timestep="{TIMESTEP:g}" integrator="{integrator}" jacobian="dense"/>

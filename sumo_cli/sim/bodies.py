@@ -18,6 +18,37 @@ knee_1, hip_2, knee_2, ..., which is the order of qpos, qvel and the actuators.
 
 The numbers (lengths, radii, ranges, densities) are the facts of the reference environment listed in
 shared/spec/robosumo-env.md; the MJCF below is written from them.
+
+Conventions the spec's table does not pin down -- which azimuth is leg 1, 2, ..., and on which legs
+a positive knee angle bends the shin down -- decide whether the original trained policies (the zoo)
+work at all: a policy drives joint *i* as it learned to, so a leg in the wrong place or a knee with
+the wrong sign turns its gait into flailing. How each body's conventions were identified:
+
+- Ant and Bug: by running the zoo LSTM v3 policies against a motionless opponent of their own body;
+  only the orders below push it out. The knee sign follows the leg's side (+ for legs pointing to
+  +x), which also matches the signs of the knee means in each zoo policy's observation filter
+  (e.g. Ant -38, +40, -39, +40 degrees).
+- Spider (see ``_spider``): the filter's knee means (-28, +18, +25, -10, +29, -34, +38, -38 degrees)
+  suggested "every knee bent down, mirrored per side", but with the physical range "down 45 / up
+  35" no leg order made the zoo Spider walk to its opponent upright: in ~1,400 seeded short batches
+  (the 16 rotations/reflections of the spec's azimuth list and the 384 front-to-back mirror-pair
+  orders; knee and hip sign rules by side; with and without self-collision) it kicked itself over
+  or wandered off. The mirrored range is the other way round: every knee bends *down* by at most
+  35 degrees and *up* by at most 45; on average the policies hold the front pair lowered and the
+  other six knees raised (legs 7 and 8 at 38 degrees, beyond the 35 of the other side, which is
+  what fixes the range's orientation). With that range, the 256 mirror-pair orders x knee-sign
+  choices were scored in two stages (8 bouts: does it walk to the opponent upright; then for the 14
+  that do: zoo self-play observation statistics against the zoo's own filter, 16 bouts vs a
+  motionless Spider, 16 of self-play). Only the conventions below do all of: win 16/16, decide
+  every self-play bout with about the spec's median (55 vs 52), and keep every observation mean
+  within 0.31 standard deviations of the filter's (the other 13: 0.45 to 1.2 at worst). The front
+  pair's thighs touch each other, as the filter's force means say they did in training (legs
+  collide with their own body's legs, as in the reference; see arena.py). The conventions agree
+  with the geometry of the archived reference (facts read from it, nothing copied), which also
+  gave the rises 0.125 and 0.113 (the spec: ~0.12 each).
+- Bug corner legs point at about 50 degrees from the x axis (direction (0.18, 0.215)), not 45
+  (the reference's geometry; with 45 and self-collision the zoo Bug beat a motionless Bug in 37
+  of 40 bouts, median 80 steps, with 50 in 40 of 40, median 40).
 """
 
 from __future__ import annotations
@@ -89,7 +120,7 @@ class BodySpec:
 
 
 def _knee_sign(azimuth_deg: float) -> int:
-    """Ant and Bug: a positive knee angle bends the shin down on legs pointing to +x, a negative
+    """All bodies: a positive knee angle bends the shin down on legs pointing to +x, a negative
     one on legs pointing to -x (the sign convention the reference's trained policies expect)."""
     return 1 if math.cos(math.radians(azimuth_deg)) > 0 else -1
 
@@ -106,11 +137,17 @@ def _ant() -> BodySpec:
                     torso_density=13.0, leg_density=13.0)
 
 
+BUG_CORNER_AZIMUTH = math.degrees(math.atan2(0.215, 0.18))   # 50.06 degrees
+
+
 def _bug() -> BodySpec:
     corner = ((0.28, 0.0), (0.28, 0.0), (0.505, 0.0))
     middle = ((0.20, 0.0), (0.275, 0.0), (0.55, 0.0))
-    # Front pair, middle pair (along -x, +x), back pair; identified like the Ant's order.
-    order = (45.0, 135.0, 180.0, 0.0, 225.0, 315.0)
+    # Front pair, middle pair (along -x, +x), back pair; identified like the Ant's order. The
+    # corner legs point at ~50 degrees from the x axis: with 45 (and self-collision, as in the
+    # reference) they hit the middle legs' hips and the zoo Bug wins less often.
+    a = BUG_CORNER_AZIMUTH
+    order = (a, 180.0 - a, 180.0, 0.0, 180.0 + a, 360.0 - a)
     legs = tuple(
         LegSpec(az, *(middle if az in (0.0, 180.0) else corner), _knee_sign(az), (30.0, 70.0))
         for az in order
@@ -120,14 +157,16 @@ def _bug() -> BodySpec:
 
 
 def _spider() -> BodySpec:
-    segs = ((0.25, 0.12), (0.225, 0.12), (0.74, -0.60))
-    # The spec's azimuths in its order; the knee sign mirrored per side (+ on the +x side), so
-    # every knee bends down by up to 45 and up by up to 35 degrees. UNVERIFIED against the
-    # original policies: unlike the Ant's and Bug's, the Spider's leg order and sign conventions
-    # have not been identified (the original Spider policies do not push in this body), so the
-    # order below is the spec's listing, not a measured fact.
-    order = (30.0, 75.0, 105.0, 150.0, 195.0, 240.0, 300.0, 345.0)
-    legs = tuple(LegSpec(az, *segs, _knee_sign(az), (-35.0, 45.0)) for az in order)
+    # Rigid segment and thigh climb (0.125 and 0.113 m), the shin drops 0.60 m: the leg arches over
+    # its knee like a real spider's.
+    segs = ((0.25, 0.125), (0.225, 0.113), (0.74, -0.60))
+    # Four mirror pairs from the +y side to the -y side, within each pair the leg at x < 0 first.
+    # Knee sign by side as for the Ant and Bug (+ on the +x side: the hinge axes are mirrored
+    # across the y-z plane) and the range mirrored with it, so that every knee bends down by at
+    # most 35 and up by at most 45 degrees (in the joint's own sign: -35..45 on the -x side,
+    # -45..35 on the +x side). Identified as described in the module docstring.
+    order = (105.0, 75.0, 150.0, 30.0, 195.0, 345.0, 240.0, 300.0)
+    legs = tuple(LegSpec(az, *segs, _knee_sign(az), (-45.0, 35.0)) for az in order)
     return BodySpec("spider", legs, capsule_radius=0.04, hip_range_deg=20.0,
                     torso_density=39.0, leg_density=5.0)
 
@@ -159,7 +198,7 @@ def agent_xml(spec: BodySpec, prefix: str, pos: tuple[float, float, float],
     """MJCF fragments for one agent: (worldbody content, actuator content).
 
     ``contype``/``conaffinity`` are the collision bits of every geom of this agent (the arena picks
-    them so that an agent collides with the arena and the opponent but not with itself).
+    them; see arena.py for what collides with what).
     """
     geom_common = (
         f'contype="{contype}" conaffinity="{conaffinity}" condim="3" '
