@@ -12,15 +12,10 @@ import pytest
 ZOO_DIR = os.environ.get("SUMO_ZOO_DIR")
 POSTGRES_URL = os.environ.get("SUMO_TEST_POSTGRES")
 
-needs_zoo = pytest.mark.skipif(
-    not ZOO_DIR, reason="SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project"
-)
-
-
 @pytest.fixture
 def zoo_dir() -> Path:
     if not ZOO_DIR:
-        pytest.skip("SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")
+        pytest.skip(reason="SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")
     return Path(ZOO_DIR)
 
 
@@ -32,7 +27,7 @@ def sqlite_url(tmp_path: Path) -> str:
 def _postgres_url() -> str:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards by the fixture."""
     if not POSTGRES_URL:
-        pytest.skip("SUMO_TEST_POSTGRES is unset: no PostgreSQL server to test against (.ci/run starts one)")
+        pytest.skip(reason="SUMO_TEST_POSTGRES is unset: no PostgreSQL server to test against (.ci/run starts one)")
     from sqlalchemy import create_engine, text
 
     name = f"sumo_test_{uuid.uuid4().hex[:10]}"

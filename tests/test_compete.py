@@ -26,7 +26,7 @@ ZOO3 = "zoo-ant-lstm-v3,zoo-bug-lstm-v3,zoo-spider-lstm-v3,zoo-ant-mlp-v3"
 def zoo_db(tmp_path_factory) -> Path:
     zoo = os.environ.get("SUMO_ZOO_DIR")
     if not zoo:
-        pytest.skip("SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")
+        pytest.skip(reason="SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")
     from sumo_cli.library import import_zoo
     from sumo_cli.store.database import open_database
 

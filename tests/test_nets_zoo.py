@@ -31,7 +31,7 @@ DIMS = {"ant": (120, 8), "bug": (164, 12), "spider": (208, 16)}
 def zoo_dir() -> Path:
     d = os.environ.get("SUMO_ZOO_DIR")
     if not d:
-        pytest.skip("SUMO_ZOO_DIR is not set (point it at a folder of the original RoboSumo policies)")
+        pytest.skip(reason="SUMO_ZOO_DIR is not set (point it at a folder of the original RoboSumo policies)")
     return Path(d)
 
 

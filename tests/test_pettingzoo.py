@@ -123,7 +123,7 @@ def test_rgb_array_render():
 
     ok, why = gl_available()
     if not ok:
-        pytest.skip(f"no OpenGL backend for headless rendering: {why}")
+        pytest.skip(reason=f"no OpenGL backend for headless rendering: {why}")
     env = parallel_env(body_a="ant", body_b="bug", render_mode="rgb_array", width=160, height=120, shadows=False)
     env.reset(seed=1)
     first = env.render()

@@ -45,7 +45,7 @@ def test_readme_has_a_tour():
 @pytest.mark.slow
 def test_readme_tour_runs(tmp_path):
     if not os.environ.get("SUMO_ZOO_DIR"):
-        pytest.skip("SUMO_ZOO_DIR is unset: the tour imports the original RoboSumo policies")
+        pytest.skip(reason="SUMO_ZOO_DIR is unset: the tour imports the original RoboSumo policies")
     env = {**os.environ, "COLUMNS": "160"}
     env.pop("SUMO_DB", None)
     for cmd in tour_commands():

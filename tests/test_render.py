@@ -25,7 +25,7 @@ W, H = 320, 240
 def gl() -> str:
     ok, why = R.gl_available()
     if not ok:
-        pytest.skip(f"no OpenGL backend for headless rendering: {why}")
+        pytest.skip(reason=f"no OpenGL backend for headless rendering: {why}")
     return why
 
 
