@@ -8,7 +8,7 @@ arguments returning plain results: only the driver touches the database.
 from __future__ import annotations
 
 import os
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from sumo_cli.errors import UserError
@@ -34,6 +34,26 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+def _stream(jobs: Iterable[tuple[int, tuple]], limit: int, submit: Callable, finished: Callable) -> Iterator[tuple[int, Any]]:
+    """Keep at most ``limit`` jobs in flight so results stream back as they complete: ``submit(args)``
+    returns a handle, ``finished(pending)`` blocks until some complete and returns (handle, result)."""
+    pending: dict[Any, int] = {}
+    it = iter(jobs)
+    exhausted = False
+    while True:
+        while not exhausted and len(pending) < limit:
+            try:
+                key, args = next(it)
+            except StopIteration:
+                exhausted = True
+                break
+            pending[submit(args)] = key
+        if not pending:
+            return
+        for handle, result in finished(pending):
+            yield pending.pop(handle), result
+
+
 class InlineExecutor:
     """Runs jobs one after another in this process (workers = 1; also the easiest to debug)."""
 
@@ -57,23 +77,11 @@ class ProcessExecutor:
         self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker)
 
     def run(self, fn, jobs):  # noqa: ANN001
-        pending: dict[Future, int] = {}
-        it = iter(jobs)
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < 2 * self.workers:
-                try:
-                    key, args = next(it)
-                except StopIteration:
-                    exhausted = True
-                    break
-                pending[self._pool.submit(fn, *args)] = key
-            if not pending:
-                return
+        def finished(pending: dict) -> list:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                key = pending.pop(fut)
-                yield key, fut.result()
+            return [(fut, fut.result()) for fut in done]
+
+        return _stream(jobs, 2 * self.workers, lambda args: self._pool.submit(fn, *args), finished)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -95,22 +103,12 @@ class RayExecutor:
     def run(self, fn, jobs):  # noqa: ANN001
         ray = self._ray
         remote = ray.remote(num_cpus=1)(fn)
-        pending: dict[Any, int] = {}
-        it = iter(jobs)
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < 2 * self.workers:
-                try:
-                    key, args = next(it)
-                except StopIteration:
-                    exhausted = True
-                    break
-                pending[remote.remote(*args)] = key
-            if not pending:
-                return
+
+        def finished(pending: dict) -> list:
             done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                yield pending.pop(ref), ray.get(ref)
+            return [(ref, ray.get(ref)) for ref in done]
+
+        return _stream(jobs, 2 * self.workers, lambda args: remote.remote(*args), finished)
 
     def close(self) -> None:
         pass
