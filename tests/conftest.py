@@ -13,6 +13,17 @@ ZOO_DIR = os.environ.get("SUMO_ZOO_DIR")
 POSTGRES_URL = os.environ.get("SUMO_TEST_POSTGRES")
 
 @pytest.fixture
+def one_torch_thread():
+    """Tiny tensors: one intra-op thread is faster, and the machine's cores are shared."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture
 def zoo_dir() -> Path:
     if not ZOO_DIR:
         pytest.skip(reason="SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")

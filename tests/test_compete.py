@@ -96,6 +96,31 @@ def test_bad_input_is_one_sentence_and_exit_2(db_copy):
     assert json.loads(sumo(db_copy, "runs", "--json").stdout) == before  # nothing written
 
 
+def _kill_after_games(db: Path, args: tuple, games: int) -> int:
+    """Start `sumo *args -j 2` on ``db``, SIGKILL it once ``games`` games are stored; return how many were."""
+    from sqlalchemy import create_engine, text
+
+    env = {**os.environ, "SUMO_DB": str(db)}
+    proc = subprocess.Popen([sys.executable, "-m", "sumo_cli", *map(str, args), "-j", "2"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    engine = create_engine(f"sqlite:///{db}")
+    deadline = time.time() + 240
+    n = 0
+    while time.time() < deadline and proc.poll() is None:
+        with engine.connect() as conn:
+            try:
+                n = conn.execute(text("SELECT count(*) FROM matches WHERE run_id IS NOT NULL")).scalar()
+            except Exception:  # the tables may not exist yet
+                n = 0
+        if n >= games:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    engine.dispose()
+    return n
+
+
 def _leaderboard(db: Path, run_id: int | None = None) -> list[tuple]:
     from sqlalchemy import create_engine, text
 
@@ -114,26 +139,7 @@ def test_tournament_survives_kill_9_and_resumes_identically(db_copy, tmp_path):
     args = ("tournament", "--agents", ZOO3, "--matches", 10, "--rounds", 1, "--episodes", 1, "--seed", 11)
     ref = json.loads(sumo(reference, *args, "-j", 1, "--json").stdout)
 
-    env = {**os.environ, "SUMO_DB": str(db_copy)}
-    proc = subprocess.Popen([sys.executable, "-m", "sumo_cli", *map(str, args), "-j", "2"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(f"sqlite:///{db_copy}")
-    deadline = time.time() + 240
-    n = 0
-    while time.time() < deadline and proc.poll() is None:
-        with engine.connect() as conn:
-            try:
-                n = conn.execute(text("SELECT count(*) FROM matches WHERE run_id IS NOT NULL")).scalar()
-            except Exception:
-                n = 0
-        if n >= 3:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    engine.dispose()
+    n = _kill_after_games(db_copy, args, 3)
     assert 3 <= n < 10, f"the run should have been killed part-way ({n} games stored)"
     runs = json.loads(sumo(db_copy, "runs", "--json").stdout)
     assert runs[0]["status"] == "running" and runs[0]["done"] < 10  # a killed run never got to say more
@@ -170,23 +176,7 @@ def test_evolution_keeps_size_records_lineage_and_resumes(db_copy, tmp_path):
         assert (by_match is None) == (parent == slot)
 
     # Interrupt after the first generation's games by killing the process, then resume.
-    env = {**os.environ, "SUMO_DB": str(db_copy)}
-    proc = subprocess.Popen([sys.executable, "-m", "sumo_cli", *map(str, args), "-j", "2"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    engine = create_engine(f"sqlite:///{db_copy}")
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None:
-        with engine.connect() as conn:
-            try:
-                n = conn.execute(text("SELECT count(*) FROM matches WHERE run_id IS NOT NULL")).scalar()
-            except Exception:
-                n = 0
-        if n >= 5:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    engine.dispose()
+    _kill_after_games(db_copy, args, 5)
     run_id = json.loads(sumo(db_copy, "runs", "--json").stdout)[0]["id"]
     resumed = json.loads(sumo(db_copy, "evolve", "--resume", run_id, "--json").stdout)
     assert resumed["generations"] == ref["generations"]

@@ -4,7 +4,6 @@ Tiny sizes: these check the plumbing, nothing is learnt."""
 
 import numpy as np
 import pytest
-import torch
 
 from sumo_cli.compete import locomotion_eval as LE
 from sumo_cli.learn import meta as ML
@@ -15,12 +14,7 @@ from sumo_cli.nets import policy as P
 from sumo_cli.sim import locomotion as L
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_chain_adapter_tasks():

@@ -13,13 +13,7 @@ from sumo_cli.nets import policy as P
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is faster, and the machine is shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _gen(seed):

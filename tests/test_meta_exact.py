@@ -26,12 +26,7 @@ from sumo_cli.nets import policy as P
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 P_PRE = torch.tensor([0.8, 0.3], dtype=DT)  # arm success probabilities in T_i
 P_POST = torch.tensor([0.65, 0.45], dtype=DT)  # ... in T_{i+1}

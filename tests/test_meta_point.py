@@ -4,17 +4,11 @@ strategy runs end to end. The measured comparison (5 seeds, hundreds of iteratio
 
 import numpy as np
 import pytest
-import torch
 
 from sumo_cli.learn import meta_envs, meta_experiment
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_drifting_goal_point_env():

@@ -7,7 +7,6 @@ Measured on the 2-core development machine (single thread): Pendulum about 40 s,
 
 import numpy as np
 import pytest
-import torch
 
 from sumo_cli.learn.collect import evaluate
 from sumo_cli.learn.ppo import PPOConfig, train_ppo
@@ -15,12 +14,7 @@ from sumo_cli.learn.toy_envs import BernoulliBanditVecEnv, PendulumVecEnv
 from sumo_cli.nets.policy import PolicySpec
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.slow

@@ -17,12 +17,7 @@ from sumo_cli.nets import policy as P
 from sumo_cli.sim import sumo_env as SE
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def policy_opponent(body: str, arch: str, seed: int, logstd: float = 0.0) -> OpponentPolicy:

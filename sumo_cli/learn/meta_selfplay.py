@@ -201,14 +201,11 @@ class MetaSelfPlayLearner:
     def state(self) -> tuple[dict[str, Tensor], dict]:
         from sumo_cli.nets.checkpoint import checkpoint_tensors
 
-        opt_state = self.learner.opt.state_dict()["state"]
-        extra = self.snapshot_extras()
-        for i, (key, _) in enumerate(self._opt_params()):
-            for name, t in opt_state.get(i, {}).items():
-                extra[f"adam/{key}/{name}"] = torch.as_tensor(t).detach().clone()
+        keys = [k for k, _ in self._opt_params()]
+        extra = {**self.snapshot_extras(), **SP.adam_state_tensors(self.learner.opt, keys)}
         theta, stats = self.policy()
         tensors = checkpoint_tensors(theta, stats, extra)
-        meta = {"learner": "meta", "param_order": [k for k, _ in self._opt_params()],
+        meta = {"learner": "meta", "param_order": keys,
                 "ema_return": self.learner.ema_return, "meta_config": dataclasses.asdict(self.meta_cfg)}
         return tensors, meta
 
@@ -222,15 +219,7 @@ class MetaSelfPlayLearner:
             self.learner.log_alpha.copy_(tensors[LOG_ALPHA_KEY])
         self.obs_stats = {k: tensors["obs_norm/" + k].clone() for k in nz.KEYS}
         self.learner.ema_return = metadata.get("ema_return")
-        sd = self.learner.opt.state_dict()
-        state = {}
-        for i, key in enumerate(keys):
-            entry = {name: tensors[f"adam/{key}/{name}"].clone() for name in ("step", "exp_avg", "exp_avg_sq")
-                     if f"adam/{key}/{name}" in tensors}
-            if entry:
-                state[i] = entry
-        sd["state"] = state
-        self.learner.opt.load_state_dict(sd)
+        SP.load_adam_state(self.learner.opt, keys, tensors)
 
 
 SP.register_learner("meta", MetaSelfPlayLearner)

@@ -419,6 +419,29 @@ class Learner(Protocol):
     def load_state(self, tensors: dict[str, Tensor], metadata: dict) -> None: ...
 
 
+def adam_state_tensors(optimizer: torch.optim.Optimizer, keys: list[str]) -> dict[str, Tensor]:
+    """Adam's per-parameter state as named tensors (``adam/<param>/<field>``), for safetensors."""
+    out = {}
+    opt_state = optimizer.state_dict()["state"]
+    for i, key in enumerate(keys):
+        for name, t in opt_state.get(i, {}).items():
+            out[f"adam/{key}/{name}"] = torch.as_tensor(t).detach().clone()
+    return out
+
+
+def load_adam_state(optimizer: torch.optim.Optimizer, keys: list[str], tensors: dict[str, Tensor]) -> None:
+    """Inverse of :func:`adam_state_tensors` (``keys`` in the optimiser's parameter order)."""
+    sd = optimizer.state_dict()
+    state = {}
+    for i, key in enumerate(keys):
+        entry = {name: tensors[f"adam/{key}/{name}"].clone() for name in ("step", "exp_avg", "exp_avg_sq")
+                 if f"adam/{key}/{name}" in tensors}
+        if entry:
+            state[i] = entry
+    sd["state"] = state
+    optimizer.load_state_dict(sd)
+
+
 class PPOLearner:
     """Plain PPO (strategies none, track, rl2): the learner of the paper's pre-training and of
     its baselines. Observation statistics are frozen during an iteration's rollout and updated with
@@ -452,14 +475,10 @@ class PPOLearner:
     def state(self) -> tuple[dict[str, Tensor], dict]:
         from sumo_cli.nets.checkpoint import checkpoint_tensors
 
-        extra = {}
         keys = list(self.params)
-        opt_state = self.optimizer.state_dict()["state"]
-        for i, key in enumerate(keys):
-            for name, t in opt_state.get(i, {}).items():
-                extra[f"adam/{key}/{name}"] = t.detach().clone()
+        extra = adam_state_tensors(self.optimizer, keys)
         tensors = checkpoint_tensors({k: v.detach() for k, v in self.params.items()}, self.obs_stats, extra)
-        return tensors, {"learner": "ppo", "param_order": keys, "adam_steps": len(opt_state) > 0}
+        return tensors, {"learner": "ppo", "param_order": keys, "adam_steps": bool(extra)}
 
     def load_state(self, tensors: dict[str, Tensor], metadata: dict) -> None:
         keys = list(self.params)
@@ -469,15 +488,7 @@ class PPOLearner:
             for k, v in self.params.items():
                 v.copy_(tensors[k])
         self.obs_stats = {k: tensors["obs_norm/" + k].clone() for k in nz.KEYS}
-        sd = self.optimizer.state_dict()
-        state = {}
-        for i, key in enumerate(keys):
-            entry = {name: tensors[f"adam/{key}/{name}"].clone() for name in ("step", "exp_avg", "exp_avg_sq")
-                     if f"adam/{key}/{name}" in tensors}
-            if entry:
-                state[i] = entry
-        sd["state"] = state
-        self.optimizer.load_state_dict(sd)
+        load_adam_state(self.optimizer, keys, tensors)
 
 
 LearnerFactory = Callable[[P.PolicySpec, TrainConfig], Learner]

@@ -16,6 +16,15 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path: str | Path) -> Path:  # noqa: ANN001
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def game_curve(result: dict, path: str | Path, window: int = 10) -> Path:
     """Per-round win rates of both agents (share of the round's episodes won, moving average over
     ``window`` rounds) and the cumulative share of rounds won: the paper's adaptation figure."""
@@ -42,12 +51,7 @@ def game_curve(result: dict, path: str | Path, window: int = 10) -> Path:
     ax.set_title(f"{result['a']} vs {result['b']}: {result['outcome']}")
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def win_probability_heatmap(rows: list[dict], path: str | Path, top: int = 20, beta: float = 4.1667) -> Path:
@@ -68,12 +72,7 @@ def win_probability_heatmap(rows: list[dict], path: str | Path, top: int = 20, b
             ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=5, color="black")
     ax.set_title("P(row beats column), a priori from TrueSkill", fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.046)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def shares_stacked_area(shares: list[dict[str, float]], path: str | Path, title: str) -> Path:
@@ -90,9 +89,4 @@ def shares_stacked_area(shares: list[dict[str, float]], path: str | Path, title:
     ax.set_xlim(0, max(1, len(shares) - 1))
     ax.set_title(title)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
