@@ -25,6 +25,7 @@ from sumo_cli.compete.schedule import game_seed
 from sumo_cli.learn import strategies as S
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
+from sumo_cli.nets.numpy_actor import NumpyActor
 from sumo_cli.nets.policy import PolicySpec
 
 
@@ -120,29 +121,33 @@ _EPISODE_OUTCOME = {1: "win", 2: "loss", 3: "draw"}
 class _Side:
     """One agent's side of the bouts of a round: the policy call per step and the round's buffers.
 
-    Only the policy net runs at every step; log-probabilities are computed once per round, and
-    values only for the agents whose strategy needs them (after the round, in one sequence pass)."""
+    Only the policy net runs at every step, in NumPy (:class:`~sumo_cli.nets.numpy_actor.NumpyActor`:
+    a torch call per step costs more in dispatch than in arithmetic at 3 bouts); the round's action
+    noise is drawn in one torch call at its start. Log-probabilities are computed once per round,
+    and values only for the agents whose strategy needs them (after the round, in one sequence pass)."""
 
     def __init__(self, player: S.Player, E: int, max_len: int, generator: torch.Generator):
         self.E = E
+        self.max_len = max_len
         self.gen = generator
         self.set_player(player)
         spec = player.spec
-        self.obs = torch.zeros(max_len, E, spec.obs_dim)
-        self.actions = torch.zeros(max_len, E, spec.act_dim)
-        self.means = torch.zeros(max_len, E, spec.act_dim)
-        self.rew = torch.zeros(max_len, E)
-        self.prev_r = torch.zeros(max_len, E)
-        self.prev_d = torch.zeros(max_len, E)
-        self.state = P.initial_state(spec, E)
-        self.prev_reward = torch.zeros(E)
-        self.prev_done = torch.zeros(E)
+        self.obs = np.zeros((max_len, E, spec.obs_dim), dtype=np.float32)
+        self.actions = np.zeros((max_len, E, spec.act_dim), dtype=np.float32)
+        self.means = np.zeros((max_len, E, spec.act_dim), dtype=np.float32)
+        self.rew = np.zeros((max_len, E), dtype=np.float32)
+        self.prev_r = np.zeros((max_len, E), dtype=np.float32)
+        self.prev_d = np.zeros((max_len, E), dtype=np.float32)
+        self.state = None
+        self.prev_reward = np.zeros(E, dtype=np.float32)
+        self.prev_done = np.zeros(E, dtype=np.float32)
 
     def set_player(self, player: S.Player) -> None:
         self.p = player
         # The normaliser is fixed during a game: compute mean and std once, not at every step.
         mean, std = nz.mean_std(player.obs_stats)
         self.norm_mean, self.norm_std = mean.float(), std.float()
+        self.state = None
 
     def _input(self, obs: torch.Tensor, prev_reward: torch.Tensor, prev_done: torch.Tensor) -> torch.Tensor:
         x = torch.clamp((obs - self.norm_mean) / self.norm_std, -nz.CLIP, nz.CLIP)
@@ -151,57 +156,61 @@ class _Side:
         return x
 
     def start_round(self) -> None:
-        if self.p.carries_state:
+        spec = self.p.spec
+        # Parameters change between rounds (adaptation): the actor is rebuilt from the current ones.
+        self.actor = NumpyActor(spec, self.p.params, self.norm_mean, self.norm_std)
+        if self.p.carries_state and self.state is not None:
             # RL^2: the state carries on; the new episode is flagged through prev_done.
-            self.prev_done = torch.ones(self.E) if self.p.scratch.get("started") else torch.zeros(self.E)
+            self.prev_done = np.ones(self.E, dtype=np.float32)
         else:
-            self.state = P.initial_state(self.p.spec, self.E)
-            self.prev_reward = torch.zeros(self.E)
-            self.prev_done = torch.zeros(self.E)
-        self.p.scratch["started"] = True
-        self.state0 = dict(self.state)
+            self.state = self.actor.initial_state(self.E)
+            self.prev_reward = np.zeros(self.E, dtype=np.float32)
+            self.prev_done = np.zeros(self.E, dtype=np.float32)
+        self.state0 = P.initial_state(spec, self.E)
+        if self.state is not None:
+            self.state0.update({"pi/h": torch.from_numpy(self.state[0].copy()), "pi/c": torch.from_numpy(self.state[1].copy())})
+        noise = torch.randn((self.max_len, self.E, spec.act_dim), generator=self.gen)
+        self.scaled_noise = (noise * torch.exp(self.p.params["logstd"].detach())).numpy()
 
-    @torch.no_grad()
     def act(self, t: int, obs: np.ndarray) -> np.ndarray:
-        o = torch.from_numpy(obs).float()
         self.prev_r[t], self.prev_d[t] = self.prev_reward, self.prev_done
-        mean, self.state = P.policy_mean(self.p.spec, self.p.params, self._input(o, self.prev_reward, self.prev_done), self.state)
-        action = P.sample(mean, self.p.params["logstd"], self.gen)
-        self.obs[t], self.means[t], self.actions[t] = o, mean, action
-        return action.numpy().astype(np.float64)
+        mean, self.state = self.actor.step(obs, self.state, self.prev_reward, self.prev_done)
+        action = mean + self.scaled_noise[t]
+        self.obs[t], self.means[t], self.actions[t] = obs, mean, action
+        return action.astype(np.float64)
 
     def record(self, t: int, reward: np.ndarray, active: np.ndarray) -> None:
-        r = torch.from_numpy(reward).float() * torch.from_numpy(active)
+        r = np.where(active, reward, 0.0).astype(np.float32)
         self.rew[t] = r
         self.prev_reward = r
-        self.prev_done = torch.zeros(self.E)
+        self.prev_done = np.zeros(self.E, dtype=np.float32)
 
     @torch.no_grad()
     def experience(self, lengths: np.ndarray, terminated: np.ndarray, final_obs: np.ndarray) -> S.Experience:
         L = int(lengths.max())
         E = self.E
         spec, params = self.p.spec, self.p.params
-        logp = P.log_prob(self.means[:L], params["logstd"], self.actions[:L])
+        obs_l, means, actions = (torch.from_numpy(x[:L].copy()) for x in (self.obs, self.means, self.actions))
+        rew, prev_r_l, prev_d_l = (torch.from_numpy(x[:L].copy()) for x in (self.rew, self.prev_r, self.prev_d))
+        logp = P.log_prob(means, params["logstd"], actions)
         values = torch.zeros(L, E)
         final_v = torch.zeros(E)
         if self.p.strategy in S.NEEDS_VALUES:
             # One pass over the round with the final observation appended after each episode's
             # last step, so V(final obs) comes out of the same unroll.
             n = torch.from_numpy(lengths.astype(np.int64))
-            obs = torch.cat([self.obs[:L], torch.zeros(1, E, spec.obs_dim)])
+            obs = torch.cat([obs_l, torch.zeros(1, E, spec.obs_dim)])
             obs[n, torch.arange(E)] = torch.from_numpy(final_obs).float()
-            prev_r = torch.cat([self.prev_r[:L], self.rew[n - 1, torch.arange(E)][None]])
-            prev_d = torch.cat([self.prev_d[:L], torch.zeros(1, E)])
+            prev_r = torch.cat([prev_r_l, rew[n - 1, torch.arange(E)][None]])
+            prev_d = torch.cat([prev_d_l, torch.zeros(1, E)])
             _, v, _ = P.forward_sequence(spec, params, self._input(obs, prev_r, prev_d), self.state0)
             values, final_v = v[:L], v[n, torch.arange(E)]
         mask = torch.arange(L)[:, None] < torch.from_numpy(lengths)[None]
         return S.Experience(
-            obs=self.obs[:L].clone(), actions=self.actions[:L].clone(), logp=logp * mask,
-            values=values * mask, rewards=self.rew[:L].clone(), prev_rewards=self.prev_r[:L].clone(),
-            prev_dones=self.prev_d[:L].clone(), lengths=torch.from_numpy(lengths.astype(np.int64)),
+            obs=obs_l, actions=actions, logp=logp * mask, values=values * mask, rewards=rew,
+            prev_rewards=prev_r_l, prev_dones=prev_d_l, lengths=torch.from_numpy(lengths.astype(np.int64)),
             terminated=torch.from_numpy(terminated), final_values=final_v, state0=self.state0,
         )
-
 
 def play_game(
     a: AgentData,
