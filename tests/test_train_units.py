@@ -265,3 +265,35 @@ def test_learner_state_round_trip_continues_identically(arch):
         assert torch.equal(a.params[k], b.params[k]), k
     for key in ("mean_return", "policy_loss", "value_loss", "opponents", "episodes"):
         assert store.metrics[-1][key] == store_b.metrics[-1][key], key
+
+
+def test_push_out_term_and_before_values_across_auto_resets():
+    """push_out rewards the opponent's outward speed; the approach and push-out terms of every step,
+    the first step of a new bout included, use the pose the step started from (after an automatic
+    reset: the new bout's start, not the last bout's final pose)."""
+    from sumo_cli.learn.sumo_vec import opponent_radius
+
+    shaping = Shaping(control=0.0, push=0.0, move=0.0, approach=1.5, push_out=2.0)
+    env = SumoVecEnv("ant", "ant", 4, [], physics="fast", motionless_prob=1.0, alpha=1.0, shaping=shaping)
+    obs = env.reset(seed=4)
+    d = env.sim._slots[0][0]  # the opponent's torso in the observation is where the physics has it
+    assert opponent_radius(obs)[0] == pytest.approx(np.hypot(*d.qpos[env.sim.b.qpos_start:env.sim.b.qpos_start + 2]))
+    rng = np.random.default_rng(5)
+    restarts = 0
+    for _ in range(200):
+        out = env.step(rng.uniform(-1, 1, (4, 8)))
+        expect = (1.5 * (torso_distance(obs) - torso_distance(out.final_obs))
+                  + 2.0 * (opponent_radius(out.final_obs) - opponent_radius(obs))) / SE.DT
+        live = ~out.truncated  # an unstable bout is truncated and earns no shaping
+        assert out.reward[live] == pytest.approx(expect[live], abs=1e-6)
+        restarts += int(out.done.sum())
+        obs = out.obs
+    assert restarts > 0, "random actions should end some bouts within 200 steps"
+    env.close()
+
+
+def test_anneal_start_scales_the_schedule():
+    assert SP.reward_alpha(1, 100, 0.8) == pytest.approx(0.8)
+    assert SP.reward_alpha(51, 100, 0.8) == pytest.approx(0.4)
+    assert SP.reward_alpha(101, 100, 0.8) == 0.0
+    assert SP.TrainConfig(anneal_start=1.5).check() == ["anneal-start must be in [0, 1], got 1.5"]

@@ -84,11 +84,16 @@ class TrainConfig:
     episodes_per_opponent: int = 0  # bouts per interaction with one opponent; 0 = 1, or 3 for rl2
     # --- reward: r = alpha * dense + (1 - alpha) * sparse, alpha 1 -> 0 linearly -----------------
     anneal_iterations: int = 500  # alpha reaches 0 at iteration anneal_iterations + 1 (0: sparse only)
+    anneal_start: float = 1.0  # alpha at iteration 1 (the reference: 1, dense only). Below 1 the
+    # outcome counts from the start: with alpha = 1 an untrained agent that leaves the tatami loses
+    # nothing, and the reference's always-negative push term makes an early exit pay
     control_coef: float = 0.1  # the reference shaping: -0.1 sum a^2
     push_coef: float = 10.0  # -10 exp(-|opponent xy|)
     move_coef: float = 0.1  # 0.1 max(0, v . u)
     centre_coef: float = 0.0  # -c |own xy| (appendix's "stay near the centre"; off in the reference)
     approach_coef: float = 0.0  # +c x (signed closing speed of the torsos); not in the reference
+    push_out_coef: float = 0.0  # +c x (speed at which the opponent's torso leaves the centre); not in
+    # the reference: a potential-based push reward that is zero on average for a standing opponent
     # --- curriculum (all off by default: the reference conditions) -------------------------------
     start_radius: float | None = None  # first iteration's start radius (None: the reference 1.15)
     start_radius_iterations: int = 0  # linear to 1.15 over this many iterations (0: stays)
@@ -128,7 +133,8 @@ class TrainConfig:
                          ent_coef=self.ent_coef, reward_scale=self.reward_scale, num_steps=self.num_steps)
 
     def shaping(self) -> Shaping:
-        return Shaping(self.control_coef, self.push_coef, self.move_coef, self.centre_coef, self.approach_coef)
+        return Shaping(self.control_coef, self.push_coef, self.move_coef, self.centre_coef, self.approach_coef,
+                       self.push_out_coef)
 
     @property
     def interaction_episodes(self) -> int:
@@ -160,6 +166,8 @@ class TrainConfig:
             bad.append(f"start-radius must be in [0.3, 1.9] m (the reference is {START_RADIUS}), got {self.start_radius}")
         if self.physics not in ("faithful", "fast"):
             bad.append(f"physics must be faithful or fast, got {self.physics!r}")
+        if not 0.0 <= self.anneal_start <= 1.0:
+            bad.append(f"anneal-start must be in [0, 1], got {self.anneal_start}")
         if self.lr <= 0 or self.reward_scale <= 0:
             bad.append("lr and reward-scale must be positive")
         if self.n_envs < self.rollout_shards:
@@ -171,12 +179,12 @@ class TrainConfig:
 # schedules
 
 
-def reward_alpha(k: int, anneal_iterations: int) -> float:
-    """Weight of the dense reward at iteration k (1-based): 1 at iteration 1, linearly down to 0 at
-    iteration ``anneal_iterations + 1`` and 0 after; ``anneal_iterations`` = 0: always 0."""
+def reward_alpha(k: int, anneal_iterations: int, start: float = 1.0) -> float:
+    """Weight of the dense reward at iteration k (1-based): ``start`` at iteration 1, linearly down
+    to 0 at iteration ``anneal_iterations + 1`` and 0 after; ``anneal_iterations`` = 0: always 0."""
     if anneal_iterations <= 0:
         return 0.0
-    return max(0.0, 1.0 - (k - 1) / anneal_iterations)
+    return start * max(0.0, 1.0 - (k - 1) / anneal_iterations)
 
 
 def start_radius(k: int, cfg: TrainConfig) -> float | None:
@@ -587,7 +595,7 @@ def plan_jobs(cfg: TrainConfig, k: int, pool: list[tuple[str, str, list[int]]], 
     (loaded through ``store``), schedule values."""
     bodies = sorted({b for _, b, _ in pool})
     rng = np.random.default_rng(derive_seed(cfg.seed, k, _OPP_SEED))
-    alpha = reward_alpha(k, cfg.anneal_iterations)
+    alpha = reward_alpha(k, cfg.anneal_iterations, cfg.anneal_start)
     p_still = motionless_prob(k, cfg)
     start = StartConditions(start_radius(k, cfg), cfg.face_opponent)
     jobs = []

@@ -49,17 +49,21 @@ class Shaping:
     (the paper appendix's "stay near the centre", disabled in the reference); ``approach`` adds
     ``approach * (d_before - d_after) / dt``, the signed speed at which the torso-to-torso distance
     shrinks (a potential-based term: unlike the rectified ``move``, random jitter earns nothing on
-    average)."""
+    average); ``push_out`` adds ``push_out * (|opp xy| after - before) / dt``, the speed at which the
+    opponent's torso leaves the centre (potential-based too)."""
 
     control: float = SE.CONTROL_COST
     push: float = SE.PUSH_SCALE
     move: float = SE.MOVE_SCALE
     centre: float = 0.0
     approach: float = 0.0
+    push_out: float = 0.0
 
-    def dense(self, res: SE.StepResult, dist_before: np.ndarray | None = None) -> np.ndarray:
+    def dense(self, res: SE.StepResult, dist_before: np.ndarray | None = None,
+              opp_radius_before: np.ndarray | None = None) -> np.ndarray:
         """The shaped dense reward of agent A for one step (``dist_before``: torso distance before
-        the step, needed by ``approach``)."""
+        the step, needed by ``approach``; ``opp_radius_before``: the opponent's distance from the
+        centre before the step, needed by ``push_out``)."""
         d = res.control_a * (self.control / SE.CONTROL_COST)
         d = d + res.push_a * (self.push / SE.PUSH_SCALE)
         d = d + res.move_a * (self.move / SE.MOVE_SCALE)
@@ -71,6 +75,10 @@ class Shaping:
             if dist_before is None:
                 raise ValueError("the approach term needs the distance before the step")
             d = d + self.approach * (dist_before - torso_distance(res.final_obs_a)) / SE.DT * ok
+        if self.push_out:
+            if opp_radius_before is None:
+                raise ValueError("the push-out term needs the opponent's distance from the centre before the step")
+            d = d + self.push_out * (opponent_radius(res.final_obs_a) - opp_radius_before) / SE.DT * ok
         return d
 
     @property
@@ -177,6 +185,11 @@ def torso_distance(obs_a: np.ndarray) -> np.ndarray:
     """Distance between the two torsos (x, y) from agent A's observations (N, D): own x, y come
     first, the opponent's torso pose starts 13 entries from the end."""
     return np.hypot(obs_a[:, 0] - obs_a[:, -13], obs_a[:, 1] - obs_a[:, -12])
+
+
+def opponent_radius(obs_a: np.ndarray) -> np.ndarray:
+    """The opponent torso's distance from the centre of the tatami, from A's observations."""
+    return np.hypot(obs_a[:, -13], obs_a[:, -12])
 
 
 class SumoVecEnv:
@@ -294,6 +307,7 @@ class SumoVecEnv:
         self._ep_faithful = np.zeros(n)
         self._ep_train = np.zeros(n)
         self._dist = torso_distance(obs_a)
+        self._opp_radius = opponent_radius(obs_a)
         self._ep_min = self._dist.copy()
         self._ep_sum = np.zeros(n)
         self.episodes = []
@@ -304,7 +318,7 @@ class SumoVecEnv:
         act_b = self._opponent_actions(self._obs_b)
         res = self.sim.step(np.asarray(actions, dtype=np.float64), act_b)
         sparse = res.sparse_a
-        reward = self.alpha * self.shaping.dense(res, self._dist) + (1.0 - self.alpha) * sparse
+        reward = self.alpha * self.shaping.dense(res, self._dist, self._opp_radius) + (1.0 - self.alpha) * sparse
         self._ep_faithful += res.dense_a + sparse
         self._ep_train += reward
         dist = torso_distance(res.final_obs_a)
@@ -343,7 +357,9 @@ class SumoVecEnv:
                 self._draw(over)
                 changed[over] = True
         self._obs_b = res.obs_b
-        self._dist = dist
+        # the next step's "before": after an auto-reset that is the new bout's start, not the final pose
+        self._dist = torso_distance(res.obs_a) if done.any() else dist
+        self._opp_radius = opponent_radius(res.obs_a)
         return StepOut(obs=res.obs_a, reward=reward, terminated=terminated, truncated=truncated,
                        final_obs=res.final_obs_a, info={"task_changed": changed})
 
