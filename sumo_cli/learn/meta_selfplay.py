@@ -28,7 +28,10 @@ lowered to the largest divisor of ``n_envs``), ``n_envs`` slots (``--envs``) x `
 ``--lr`` for theta, 3e-4 for log alpha (paper). The inner/outer losses see the training reward
 unscaled (``reward_scale`` is not applied), as the execution-time adaptation in games sees the raw
 rewards too. Recurrent nets: truncated BPTT in windows of 10 steps; the recurrent state is zeroed at
-each bout start (collect_stacked), not kept across the bouts against one opponent version.
+each bout start (collect_stacked), not kept across the bouts against one opponent version. The paper
+says both: Sec. 5.2 retains the LSTM states over the interaction with one opponent version, its
+appendix on architectures resets them at every episode (only RL^2 keeping its state). This follows
+the appendix, as games do (every bout of a round starts from a zero state; RL^2 carries on).
 
 Everything an iteration draws is seeded from (seed, iteration), and the learner state (theta,
 log alpha, both Adam states, normaliser) is saved as safetensors + JSON, so resume is exact.
