@@ -5,6 +5,8 @@
     <body>-[<arch>-]meta               meta-learned updates    ant-meta (lstm), spider-mlp-meta
     <body>-rl2                         RL^2                    bug-rl2
     zoo-<body>-<arch>-v<k>             an imported original RoboSumo policy
+    loco-<arch>, loco-[<arch>-]track,  the same combinations trained for nonstationary locomotion
+    loco-[<arch>-]meta, loco-rl2       (``sumo train --env locomotion``; not sumo players)
     <custom>                           a name given to a training run with --name
 
 Any of them may end in ``@<version>`` to pick a snapshot. The seven combinations have one
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from sumo_cli.errors import UserError
 
 BODIES = ("ant", "bug", "spider")
+#: The pseudo-body of agents trained on nonstationary locomotion (a six-legged Bug, no opponent).
+LOCOMOTION = "loco"
 ARCHS = ("mlp", "lstm")
 STRATEGIES = ("none", "track", "meta", "rl2")
 
@@ -56,7 +60,7 @@ class AgentRef:
 
 def canonical_name(body: str, arch: str, strategy: str) -> str:
     """The one spelling of a combination: lstm is implied for track and meta, rl2 is lstm."""
-    if body not in BODIES:
+    if body not in BODIES and body != LOCOMOTION:
         raise UserError(f"unknown body {body!r}; choose one of {', '.join(BODIES)}")
     if (arch, strategy) not in COMBINATIONS:
         raise UserError(
@@ -73,7 +77,7 @@ def canonical_name(body: str, arch: str, strategy: str) -> str:
 def _parse_combination(base: str) -> tuple[str, str, str] | None:
     """(body, arch, strategy) when ``base`` spells one of the seven combinations, else None."""
     parts = base.split("-")
-    if len(parts) not in (2, 3) or parts[0] not in BODIES:
+    if len(parts) not in (2, 3) or (parts[0] not in BODIES and parts[0] != LOCOMOTION):
         return None
     body, rest = parts[0], parts[1:]
     if rest == ["rl2"]:
@@ -89,6 +93,11 @@ def _parse_combination(base: str) -> tuple[str, str, str] | None:
 
 def all_combination_names() -> list[str]:
     return [canonical_name(b, a, s) for b in BODIES for a, s in COMBINATIONS]
+
+
+def locomotion_names() -> list[str]:
+    """The seven combinations as locomotion agents (``loco-mlp`` .. ``loco-rl2``)."""
+    return [canonical_name(LOCOMOTION, a, s) for a, s in COMBINATIONS]
 
 
 def parse(text: str) -> AgentRef:
@@ -116,9 +125,9 @@ def parse(text: str) -> AgentRef:
             )
         return AgentRef(base, version, body, arch, "none")
     head = base.split("-")[0]
-    if head in BODIES or (base.startswith("zoo-")):
+    if head in BODIES or head == LOCOMOTION or (base.startswith("zoo-")):
         # Looks like a combination or a zoo name but is not one: say what would be right.
-        close = difflib.get_close_matches(base, all_combination_names(), n=3, cutoff=0.6)
+        close = difflib.get_close_matches(base, all_combination_names() + locomotion_names(), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UserError(
             f"{text!r} is not a valid agent name (<body>-<arch>, <body>-[<arch>-]track, "

@@ -14,6 +14,9 @@ name) and an ``Agent`` row created with it. Files, under ``checkpoint_root/``:
 Iteration k is committed as one transaction (its ``Iteration`` row, its ``Version`` row, the run's
 progress and the learner-state file's hash) after its files are written, so a run killed at any
 moment resumes from the last committed iteration and ends bit-identical to an uninterrupted one.
+
+:func:`write_start`, :func:`commit_iteration` and :func:`drive` are shared with locomotion training
+(:mod:`sumo_cli.locomotion_training`, runs whose config has ``"env": "locomotion"``).
 """
 
 from __future__ import annotations
@@ -153,32 +156,44 @@ class DbTrainStore:
 
     def save_iteration(self, k: int, learner: SP.Learner, metrics: dict, snapshot: bool) -> None:
         cfg = self.cfg
-        version_file = None
-        if snapshot:
-            params, stats = learner.policy()
-            version_file = checkpoint_file(self.db, self.agent_name, k)
-            digest = save_checkpoint(
-                version_file, checkpoint_tensors(params, stats, learner.snapshot_extras()), learner.spec,
-                body=cfg.body, strategy=cfg.strategy,
-                metadata={"agent": self.agent_name, "version": k, "iteration": k, "run_id": self.run_id,
-                          "reward_scale": cfg.reward_scale},
-            )
-        state = save_learner_state(self.db, self.run_id, k, learner)
         summary = {key: metrics.get(key) for key in ("win_rate", "mean_return", "episodes", "alpha")}
-        with self.db.write() as s:
-            s.add(Iteration(run_id=self.run_id, iteration=k, env_steps=k * cfg.steps_per_iteration,
-                            wall_seconds=float(metrics.get("wall_seconds", 0.0)), metrics=metrics))
-            if snapshot:
-                agent = registry.get_agent(s, self.agent_name)
-                row = registry.add_version(s, agent, k, str(version_file), digest, iteration=k, metrics=summary)
-                row.run_id = self.run_id
-            run = store_runs.get_run(s, self.run_id, RUN_KIND)
-            store_runs.set_run_status(s, self.run_id, "running", done=k,
-                                      state={**(run.state or {}), "learner": state})
+        version_file, digest = commit_iteration(
+            self.db, self.run_id, self.agent_name, k, learner, metrics, snapshot, body=cfg.body,
+            strategy=cfg.strategy, env_steps=k * cfg.steps_per_iteration, summary=summary,
+            ckpt_meta={"reward_scale": cfg.reward_scale})
         if snapshot:
             self.files[(SP.SELF, k)] = (str(version_file), digest, cfg.body)
             self.own.append(k)
-        _drop_old_learner_states(self.db, self.run_id, keep=k)
+
+
+def commit_iteration(db: Database, run_id: int, agent_name: str, k: int, learner: SP.Learner, metrics: dict,
+                     snapshot: bool, *, body: str, strategy: str, env_steps: int, summary: dict,
+                     ckpt_meta: dict | None = None) -> tuple[Path | None, str | None]:
+    """Persist iteration k of any training run (sumo or locomotion): the version's checkpoint when
+    ``snapshot``, the learner state, then one transaction with the Iteration row, the Version row
+    and the run's progress. Returns the version's checkpoint path and SHA-256 (None, None without
+    a snapshot)."""
+    version_file = digest = None
+    if snapshot:
+        params, stats = learner.policy()
+        version_file = checkpoint_file(db, agent_name, k)
+        digest = save_checkpoint(
+            version_file, checkpoint_tensors(params, stats, learner.snapshot_extras()), learner.spec,
+            body=body, strategy=strategy,
+            metadata={"agent": agent_name, "version": k, "iteration": k, "run_id": run_id, **(ckpt_meta or {})},
+        )
+    state = save_learner_state(db, run_id, k, learner)
+    with db.write() as s:
+        s.add(Iteration(run_id=run_id, iteration=k, env_steps=env_steps,
+                        wall_seconds=float(metrics.get("wall_seconds", 0.0)), metrics=metrics))
+        if snapshot:
+            agent = registry.get_agent(s, agent_name)
+            row = registry.add_version(s, agent, k, str(version_file), digest, iteration=k, metrics=summary)
+            row.run_id = run_id
+        run = store_runs.get_run(s, run_id, RUN_KIND)
+        store_runs.set_run_status(s, run_id, "running", done=k, state={**(run.state or {}), "learner": state})
+    _drop_old_learner_states(db, run_id, keep=k)
+    return version_file, digest
 
 
 def save_learner_state(db: Database, run_id: int, k: int, learner: SP.Learner) -> dict:
@@ -216,12 +231,19 @@ def create_run(db: Database, cfg: SP.TrainConfig, agent_name: str, opponents: li
 
 
 def _write_start(db: Database, run_id: int, cfg: SP.TrainConfig, agent_name: str, learner: SP.Learner) -> dict:
+    return write_start(db, run_id, agent_name, learner, body=cfg.body, strategy=cfg.strategy,
+                       ckpt_meta={"reward_scale": cfg.reward_scale})
+
+
+def write_start(db: Database, run_id: int, agent_name: str, learner: SP.Learner, *, body: str, strategy: str,
+                ckpt_meta: dict | None = None) -> dict:
+    """theta_0 (``<agent>/v00000``) and the learner's initial state; the run's state points at both."""
     params, stats = learner.policy()
     path = checkpoint_file(db, agent_name, 0)
     sha = save_checkpoint(path, checkpoint_tensors(params, stats, learner.snapshot_extras()), learner.spec,
-                          body=cfg.body, strategy=cfg.strategy,
+                          body=body, strategy=strategy,
                           metadata={"agent": agent_name, "version": 0, "iteration": 0, "run_id": run_id,
-                                    "reward_scale": cfg.reward_scale})
+                                    **(ckpt_meta or {})})
     state = {"theta0": {"path": str(path), "sha256": sha}, "learner": save_learner_state(db, run_id, 0, learner)}
     with db.write() as s:
         store_runs.set_run_status(s, run_id, "running", done=0, state=state)
@@ -270,19 +292,7 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
         if on_iteration is not None:
             on_iteration(p)
 
-    try:
-        SP.train(cfg, learner, store, executor, start=start, on_iteration=report)
-    except KeyboardInterrupt:
-        with db.write() as s:
-            store_runs.set_run_status(s, run_id, "interrupted")
-            done = store_runs.get_run(s, run_id).progress_done
-        raise TrainingInterrupted(run_id, done, cfg.iterations) from None
-    except BaseException:
-        with db.write() as s:
-            store_runs.set_run_status(s, run_id, "failed")
-        raise
-    with db.write() as s:
-        store_runs.set_run_status(s, run_id, "finished", done=cfg.iterations)
+    drive(db, run_id, cfg.iterations, lambda: SP.train(cfg, learner, store, executor, start=start, on_iteration=report))
     wall = time.perf_counter() - t0
     steps = len(history) * cfg.steps_per_iteration
     last = history[-1].metrics if history else {}
@@ -295,6 +305,32 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
         "last_iteration": {k: last.get(k) for k in ("win_rate", "draw_rate", "loss_rate", "mean_return",
                                                     "mean_length", "episodes", "alpha")},
     }
+
+
+def drive(db: Database, run_id: int, total: int, loop: Callable[[], object]) -> None:
+    """Run a training loop and keep the run's status true: Ctrl-C marks it interrupted and raises
+    :class:`TrainingInterrupted` (what was committed stays), an error marks it failed, the end
+    marks it finished."""
+    try:
+        loop()
+    except KeyboardInterrupt:
+        with db.write() as s:
+            store_runs.set_run_status(s, run_id, "interrupted")
+            done = store_runs.get_run(s, run_id).progress_done
+        raise TrainingInterrupted(run_id, done, total) from None
+    except BaseException:
+        with db.write() as s:
+            store_runs.set_run_status(s, run_id, "failed")
+        raise
+    with db.write() as s:
+        store_runs.set_run_status(s, run_id, "finished", done=total)
+
+
+def run_env(db: Database, run_id: int) -> str:
+    """The environment a training run trains on: ``sumo`` or ``locomotion``."""
+    with db.read() as s:
+        run = store_runs.get_run(s, run_id, RUN_KIND)
+        return str((run.config or {}).get("env", "sumo"))
 
 
 def _after_iteration(progress: SP.Progress) -> None:

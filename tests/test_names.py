@@ -59,3 +59,15 @@ def test_all_21_combination_names_are_distinct_and_reparse():
     assert len(all_names) == len(set(all_names)) == 21
     for n in all_names:
         assert names.parse(n).name == n
+
+
+def test_locomotion_agents_have_their_own_pseudo_body():
+    assert names.locomotion_names() == ["loco-mlp", "loco-mlp-track", "loco-mlp-meta", "loco-lstm", "loco-track",
+                                        "loco-meta", "loco-rl2"]
+    ref = names.parse("loco-lstm-meta@2")
+    assert (ref.name, ref.version, ref.body, ref.arch, ref.strategy) == ("loco-meta", 2, "loco", "lstm", "meta")
+    assert names.canonical_name("loco", "mlp", "track") == "loco-mlp-track"
+    with pytest.raises(UserError, match="loco-mlp"):
+        names.parse("loco-mpl")
+    with pytest.raises(UserError):
+        names.validate_custom_name("loco-mlp")

@@ -1,5 +1,6 @@
-"""`sumo train`: train an agent with PPO by self-play or against a pool of stored opponents;
-resumable after Ctrl-C or a kill, exactly."""
+"""`sumo train`: train an agent with PPO by self-play or against a pool of stored opponents, or
+(``--env locomotion``) on the nonstationary-locomotion training pairs; resumable after Ctrl-C or a
+kill, exactly."""
 
 from __future__ import annotations
 
@@ -12,16 +13,24 @@ from sumo_cli.cli.common import db_url, err_console, friendly, open_db, print_js
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
-    "body": "--body", "arch": "--arch", "strategy": "--strategy", "name": "--name", "opponents": "--opponents",
+    "env": "--env", "horizon": "--horizon", "hidden": "--hidden", "body": "--body", "arch": "--arch", "strategy": "--strategy", "name": "--name", "opponents": "--opponents",
     "iterations": "--iterations", "seed": "--seed", "physics": "--physics", "envs": "--envs", "steps": "--steps",
     "shards": "--shards", "opponent_samples": "--opponent-samples", "episodes_per_opponent": "--episodes-per-opponent",
     "anneal": "--anneal", "control_coef": "--control-coef", "push_coef": "--push-coef", "move_coef": "--move-coef",
-    "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
+    "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "push_out_coef": "--push-out-coef", "anneal_start": "--anneal-start", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
     "face_opponent": "--face-opponent", "motionless_iterations": "--motionless-iterations",
     "motionless_fraction": "--motionless-fraction", "lr": "--lr", "init_logstd": "--init-logstd", "epochs": "--epochs", "minibatches": "--minibatches",
     "ent_coef": "--ent-coef", "reward_scale": "--reward-scale", "snapshot_every": "--snapshot-every",
     "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
 }
+# Options of sumo training that mean nothing for --env locomotion, and the reverse.
+_SUMO_ONLY = ("body", "opponents", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
+              "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "anneal_start", "start_radius",
+              "start_radius_iterations", "face_opponent", "motionless_iterations", "motionless_fraction",
+              "eval_every", "eval_bouts")
+_LOCOMOTION_ONLY = ("horizon", "hidden")
+# option name -> LocoConfig field
+_LOCO_FIELDS = {"envs": "n_envs", "minibatches": "num_minibatches"}
 # option name -> TrainConfig field
 _FIELDS = {
     "envs": "n_envs", "steps": "num_steps", "shards": "rollout_shards", "anneal": "anneal_iterations",
@@ -37,7 +46,9 @@ def _resume_command(ctx: typer.Context, run_id: int) -> str:
 @friendly
 def train(
     ctx: typer.Context,
-    body: Optional[str] = typer.Option(None, "--body", help="ant, bug or spider (required for a new run)."),
+    env: Optional[str] = typer.Option(None, "--env", help="sumo (default: RoboSumo bouts) or locomotion (the "
+                                      "nonstationary six-legged Bug on its 12 training leg pairs)."),
+    body: Optional[str] = typer.Option(None, "--body", help="ant, bug or spider (required for a new sumo run)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="mlp or lstm (default lstm)."),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="none, track, rl2 or meta (default none)."),
     name: Optional[str] = typer.Option(None, "--name", help="Agent name (default: the canonical one, e.g. ant-lstm)."),
@@ -58,6 +69,8 @@ def train(
     move_coef: Optional[float] = typer.Option(None, "--move-coef", help="Move-toward-the-opponent coefficient (reference 0.1)."),
     centre_coef: Optional[float] = typer.Option(None, "--centre-coef", help="Stay-near-the-centre coefficient (reference 0: off)."),
     approach_coef: Optional[float] = typer.Option(None, "--approach-coef", help="Reward the signed speed at which the torsos close in (default 0: off)."),
+    push_out_coef: Optional[float] = typer.Option(None, "--push-out-coef", help="Reward the speed at which the opponent leaves the centre (default 0: off)."),
+    anneal_start: Optional[float] = typer.Option(None, "--anneal-start", help="Dense-reward weight at iteration 1 (reference 1; below 1 the outcome counts from the start)."),
     start_radius: Optional[float] = typer.Option(None, "--start-radius", help="Curriculum: start this far from the centre (reference 1.15 m)."),
     start_radius_iterations: Optional[int] = typer.Option(None, "--start-radius-iterations", help="...moving linearly to 1.15 over this many iterations (0: stays)."),
     face_opponent: Optional[bool] = typer.Option(None, "--face-opponent/--no-face-opponent", help="Curriculum: start turned toward the opponent."),
@@ -72,7 +85,10 @@ def train(
     snapshot_every: Optional[int] = typer.Option(None, "--snapshot-every", help="Store a version every this many iterations (default 1, as the paper)."),
     eval_every: Optional[int] = typer.Option(None, "--eval-every", help="Evaluate vs a motionless opponent under faithful conditions every this many iterations (default 0: never)."),
     eval_bouts: Optional[int] = typer.Option(None, "--eval-bouts", help="Bouts per evaluation (default 8)."),
-    workers: int = typer.Option(1, "-j", "--workers", help="Processes that run the rollout shards (default 1; results do not depend on it)."),
+    horizon: Optional[int] = typer.Option(None, "--horizon", help="Locomotion: env steps per episode (default 100 = 5 s)."),
+    hidden: Optional[int] = typer.Option(None, "--hidden", help="Locomotion: units per hidden layer (default 64)."),
+    workers: int = typer.Option(1, "-j", "--workers", help="Processes that run the rollout shards (default 1; results do not depend on it); "
+                                "locomotion: physics threads."),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address (default: local processes)."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted training run by id, with its stored settings."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
@@ -90,12 +106,21 @@ def train(
             opts = ", ".join(_RUN_OPTIONS[k] for k in given)
             raise UserError(f"--resume continues run {resume} with its stored settings; leave out {opts}")
         db = open_db(ctx)
+        if TR.run_env(db, resume) == "locomotion":
+            return _train_locomotion(ctx, db, resume, None, workers, address, json_out)
         cfg, agent_name, done = TR.check_resume(db, resume)
         run_id = resume
+    elif (env or "sumo").strip().lower() == "locomotion":
+        return _train_locomotion(ctx, None, None, given, workers, address, json_out, arch=arch, strategy=strategy)
+    elif (env or "sumo").strip().lower() != "sumo":
+        raise UserError(f"unknown --env {env!r}; choose sumo or locomotion")
+    elif any(k in given for k in _LOCOMOTION_ONLY):
+        opts = ", ".join(_RUN_OPTIONS[k] for k in _LOCOMOTION_ONLY if k in given)
+        raise UserError(f"{opts} only apply to --env locomotion")
     else:
         if body is None:
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
-        kw = {_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents")}
+        kw = {_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env")}
         kw["body"] = body.strip().lower()
         kw["arch"] = (arch or "lstm").strip().lower()
         kw["strategy"] = (strategy or "none").strip().lower()
@@ -167,3 +192,78 @@ def train(
         highlight=False,
     )
 
+
+
+def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | None, workers: int,  # noqa: ANN001
+                      address: str | None, json_out: bool, arch: str | None = None, strategy: str | None = None) -> None:
+    """`sumo train --env locomotion`: a new run (``given`` = the options typed) or ``--resume``."""
+    from sumo_cli import locomotion_training as LT
+    from sumo_cli import training as TR
+    from sumo_cli.errors import UserError
+    from sumo_cli.learn.locomotion_learn import LocoConfig
+
+    if address:
+        raise UserError("--address does not apply to --env locomotion: it trains in this process (-j sets physics threads)")
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, got {workers}")
+    if resume is not None:
+        cfg, agent_name, done = LT.check_resume(db, resume)
+        run_id = resume
+    else:
+        refused = [_RUN_OPTIONS[k] for k in _SUMO_ONLY if k in given]
+        if refused:
+            raise UserError(f"{', '.join(refused)} only apply to sumo training, not to --env locomotion")
+        kw = {_LOCO_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "env")}
+        kw["strategy"] = (strategy or "none").strip().lower()
+        kw["arch"] = (arch or ("lstm" if kw["strategy"] == "rl2" else "mlp")).strip().lower()
+        cfg = LocoConfig(**kw)
+        bad = cfg.check()
+        if bad:
+            raise UserError(bad[0])
+        db = open_db(ctx)
+        agent_name = LT.check_new_run(db, cfg, given.get("name"))
+        run_id = LT.create_run(db, cfg, agent_name)
+        done = 0
+    quiet = json_out or not err_console.is_terminal
+    if not json_out:
+        what = (f"{cfg.n_envs} task pairs x {cfg.meta_episodes} episodes per phase" if cfg.strategy == "meta"
+                else f"{cfg.n_envs} envs x {cfg.sequences} sequence(s) of 7 episodes")
+        err_console.print(
+            f"training run {run_id}: {agent_name} (locomotion, {cfg.policy_arch}, strategy {cfg.strategy}); "
+            f"iterations {done + 1}..{cfg.iterations} of {cfg.steps_per_iteration} env steps ({what}, horizon "
+            f"{cfg.horizon}), {cfg.physics} physics, {workers} physics thread(s)", highlight=False,
+        )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),
+        TextColumn("{task.fields[steps]} steps  {task.fields[rate]} steps/s  return {task.fields[ret]}"),
+        TimeRemainingColumn(), console=err_console, disable=quiet,
+    )
+
+    def fmt(x, spec: str) -> str:  # noqa: ANN001
+        return "-" if x is None else format(x, spec)
+
+    def on_iteration(p) -> None:  # noqa: ANN001 - selfplay.Progress
+        progress.update(task, completed=p.k, steps=f"{p.env_steps:,}", rate=f"{p.steps_per_second:,.0f}",
+                        ret=fmt(p.metrics.get("mean_return"), ".1f"))
+
+    try:
+        with progress:
+            task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-")
+            summary = LT.run_training(db, run_id, workers, on_iteration)
+    except TR.TrainingInterrupted as exc:
+        err_console.print(
+            f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
+            f"Resume with: {_resume_command(ctx, exc.run_id)}", highlight=False, soft_wrap=True,
+        )
+        raise typer.Exit(130)
+    if json_out:
+        print_json(summary)
+        return
+    last = summary["last_iteration"]
+    err_console.print(
+        f"run {run_id} finished: {summary['agent']}@{summary['latest_version']} after "
+        f"{summary['env_steps']:,} env steps ({summary['steps_per_second'] or '-'} steps/s this session); "
+        f"last iteration mean episodic return {fmt(last.get('mean_return'), '.1f')}", highlight=False,
+    )

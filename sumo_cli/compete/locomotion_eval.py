@@ -61,11 +61,7 @@ def evaluate(theta, spec, stats, strategy: str, pair, repeats: int = 50, seed: i
     observation-normaliser statistics or None. Returns ``{"pair", "strategy", "returns" (7,
     repeats), "mean" (7,), "ci95" (7,) (half-width, normal approximation: 1.96 * sd / sqrt(n))}``.
     """
-    if isinstance(pair, str):
-        name, pair = pair, L.TEST_PAIRS[pair]
-    else:
-        pair = tuple(sorted(int(x) for x in pair))
-        name = next((k for k, v in L.TEST_PAIRS.items() if v == pair), str(pair))
+    name, pair = _pair_name(pair)
     if strategy == "meta":
         if cfg is None or log_alpha is None:
             raise ValueError("strategy 'meta' needs cfg and log_alpha")
@@ -80,12 +76,89 @@ def evaluate(theta, spec, stats, strategy: str, pair, repeats: int = 50, seed: i
         )
     finally:
         env.close()
+    return _summary(name, pair, strategy, returns)
+
+
+def evaluate_sequence(theta, spec, stats, pair, repeats: int = 50, seed: int = 0, *, horizon: int = L.HORIZON,
+                      physics: str = "fast", n_threads: int | None = None, deterministic: bool = False) -> dict:
+    """No adaptation, with the recurrent state kept over the 7 episodes of a sequence (how LSTM and
+    RL^2 policies are trained; RL^2 also sees the previous reward and done flag): ``repeats``
+    independent envs on ``pair`` each play one whole sequence from a fresh reset and zero state.
+    Same result dict as :func:`evaluate` (strategy ``"none"``)."""
+    import torch
+
+    from sumo_cli.learn.collect import collect, new_carry
+
+    name, pair = _pair_name(pair)
+    env = L.LocomotionEnv(int(repeats), [pair], horizon=horizon, physics=physics, seed=seed, n_threads=n_threads)
+    try:
+        carry = new_carry(env, spec, seed=seed)
+        gen = torch.Generator().manual_seed(seed)
+        ro, _ = collect(env, spec, {k: v.detach() for k, v in theta.items()}, None if stats is None else dict(stats),
+                        L.SEQUENCE_LEN * env.horizon, carry, gen, update_norm=False, reset_on="task",
+                        deterministic=deterministic)
+    finally:
+        env.close()
+    returns = ro.rewards.double().numpy().reshape(L.SEQUENCE_LEN, env.horizon, -1).sum(axis=1)
+    return _summary(name, pair, "none", returns)
+
+
+def _pair_name(pair) -> tuple[str, tuple[int, int]]:
+    if isinstance(pair, str):
+        return pair, L.TEST_PAIRS[pair]
+    pair = tuple(sorted(int(x) for x in pair))
+    return next((k for k, v in L.TEST_PAIRS.items() if v == pair), str(pair)), pair
+
+
+def _summary(name: str, pair, strategy: str, returns: np.ndarray) -> dict:
     n = returns.shape[1]
     sd = returns.std(axis=1, ddof=1) if n > 1 else np.zeros(returns.shape[0])
-    return {
-        "pair": name, "legs": pair, "strategy": strategy, "returns": returns,
-        "mean": returns.mean(axis=1), "ci95": Z95 * sd / np.sqrt(n),
-    }
+    return {"pair": name, "legs": pair, "strategy": strategy, "returns": returns,
+            "mean": returns.mean(axis=1), "ci95": Z95 * sd / np.sqrt(n)}
+
+
+def _known(cls, stored: dict | None):  # noqa: ANN001, ANN202
+    """``cls(**stored)`` keeping only the fields ``cls`` has (configs stored by other code versions)."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in (stored or {}).items() if k in names})
+
+
+def evaluate_checkpoint(spec, params, stats, strategy: str, meta_params: dict, metadata: dict, pair,
+                        repeats: int = 50, seed: int = 0, n_threads: int | None = None) -> dict:
+    """One trained locomotion agent (a checkpoint written by ``sumo train --env locomotion``) with
+    its own strategy on ``pair``: ``none`` (MLP: :func:`evaluate`; LSTM / RL^2: state kept over the
+    sequence, :func:`evaluate_sequence`), ``track`` (one PPO step per episode with the run's PPO
+    settings) or ``meta`` (Algorithm 2 with the learned step sizes and the run's MetaConfig; a
+    3-episode buffer). The env settings (horizon, physics) are the run's. Track and meta play
+    through :func:`evaluate` (``run_adaptation``), which zeroes a recurrent state at every
+    episode start."""
+    from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
+    from sumo_cli.learn.ppo import PPOConfig
+
+    kw = dict(repeats=repeats, seed=seed, horizon=int(metadata.get("horizon", L.HORIZON)),
+              physics=str(metadata.get("physics", "fast")), n_threads=n_threads)
+    if strategy in ("none", "rl2"):
+        if spec.recurrent:
+            out = evaluate_sequence(params, spec, stats, pair, **kw)
+        else:
+            out = evaluate(params, spec, stats, "none", pair, **kw)
+        out["strategy"] = strategy
+        return out
+    if strategy == "track":
+        ppo_cfg = _known(PPOConfig, metadata.get("ppo_config"))
+        out = evaluate(params, spec, stats, "tracking", pair, ppo_cfg=ppo_cfg, **kw)
+        out["strategy"] = "track"
+        return out
+    if strategy == "meta":
+        cfg = _known(ML.MetaConfig, metadata.get("meta_config"))
+        log_alpha = meta_params.get(LOG_ALPHA_KEY)
+        if log_alpha is None:
+            log_alpha = ML.init_log_alpha(cfg, ML.GaussianModel(spec), ())
+        return evaluate(params, spec, stats, "meta", pair, log_alpha=log_alpha, cfg=cfg,
+                        buffer_episodes=cfg.buffer_episodes, **kw)
+    raise ValueError(f"unknown strategy {strategy!r}")
 
 
 def evaluate_all(theta, spec, stats, strategies=("none", "tracking", "meta"), pairs=("back", "middle", "front"),

@@ -90,3 +90,28 @@ def shares_stacked_area(shares: list[dict[str, float]], path: str | Path, title:
     ax.set_title(title)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return _save(plt, fig, path)
+
+
+def locomotion_adaptation(results: list[dict], path: str | Path, pairs=("back", "middle", "front")) -> Path:
+    """The paper's locomotion figure: mean episodic reward against the episode (1..7) of the
+    sequence, one panel per held-out leg pair, one line with its 95% band per agent and strategy (``results``:
+    rows with ``agent``, ``strategy``, ``pair``, ``mean`` and ``ci95`` of length 7)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs), 3.6), dpi=120, sharey=True)
+    axes = np.atleast_1d(axes)
+    lines = list(dict.fromkeys((r["agent"], r["strategy"]) for r in results))
+    colours = {key: plt.get_cmap("tab10")(i % 10) for i, key in enumerate(lines)}
+    for ax, pair in zip(axes, pairs):
+        for r in (r for r in results if r["pair"] == pair):
+            m, c = np.asarray(r["mean"], dtype=float), np.asarray(r["ci95"], dtype=float)
+            k = np.arange(1, len(m) + 1)
+            colour = colours[(r["agent"], r["strategy"])]
+            ax.plot(k, m, marker="o", ms=3, color=colour, label=f"{r['agent']} ({r['strategy']})")
+            ax.fill_between(k, m - c, m + c, color=colour, alpha=0.2)
+        ax.set_title(f"{pair} legs weakened")
+        ax.set_xlabel("episode")
+        ax.set_xticks(range(1, 8))
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("episodic reward")
+    axes[-1].legend(fontsize=7, loc="best")
+    return _save(plt, fig, path)

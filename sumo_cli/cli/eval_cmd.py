@@ -1,0 +1,70 @@
+"""`sumo eval locomotion`: trained locomotion agents on the held-out leg pairs (the paper's Fig. 4
+protocol): per-episode rewards with 95% intervals, a figure, and a stored run."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+
+app = typer.Typer(help="Evaluate trained agents.", no_args_is_help=True)
+
+
+@app.command("locomotion")
+@friendly
+def locomotion(
+    ctx: typer.Context,
+    agents: List[str] = typer.Argument(..., help="Locomotion agents (e.g. loco-mlp loco-mlp-track loco-mlp-meta; name@v picks a version; "
+                              "name:none|track|meta plays the policy with another strategy than its own)."),
+    repeats: int = typer.Option(50, "--repeats", help="Sequences per agent and pair: 7 episodes, then a full reset of env, policy and adaptation (paper: 50)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the resets and the action noise (the same for every agent)."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Write the figure (one panel per held-out pair) to this PNG file."),
+    workers: int = typer.Option(1, "-j", "--workers", help="Physics threads (results do not depend on it)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the results as one JSON document on stdout."),
+) -> None:
+    """Run each agent with its strategy (none, track, rl2, meta; or NAME:STRATEGY) on the back, middle and front
+    leg pairs: 7 consecutive episodes with that pair weakened (torque factor 1 .. 0), then a full
+    reset, repeated; print the mean episodic reward of every episode with its 95% interval."""
+    from sumo_cli.errors import UserError
+
+    if repeats < 1:
+        raise UserError(f"--repeats must be at least 1, got {repeats}")
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, got {workers}")
+    if plot is not None and not plot.lower().endswith(".png"):
+        raise UserError(f"--plot writes a PNG file; give a name ending in .png, not {plot!r}")
+    from sumo_cli import locomotion_training as LT
+
+    db = open_db(ctx)
+    loaded = LT.load_locomotion_agents(db, agents)
+    if not json_out:
+        err_console.print(f"evaluating {', '.join(f'{a.display} ({st})' for a, st in loaded)} on the held-out pairs "
+                          f"(back, middle, front): {repeats} x 7 episodes each, seed {seed}", highlight=False)
+
+    def progress(row: dict) -> None:
+        if not json_out:
+            err_console.print(f"  {row['agent']} {row['pair']}: done in {row['seconds']:.1f} s", highlight=False)
+
+    doc = LT.evaluate_agents(db, loaded, repeats, seed, workers, progress)
+    if plot is not None:
+        from sumo_cli.report.plots import locomotion_adaptation
+
+        doc["plot"] = str(locomotion_adaptation(doc["results"], plot))
+    if json_out:
+        print_json(doc)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"mean episodic reward ± 95% CI per episode ({repeats} repeats; run {doc['run_id']})")
+    table.add_column("agent (strategy)", no_wrap=True)
+    table.add_column("pair", no_wrap=True)
+    for k in range(1, 8):
+        table.add_column(f"ep {k}", justify="right", no_wrap=True)
+    for r in doc["results"]:
+        table.add_row(f"{r['agent']} ({r['strategy']})", r["pair"],
+                      *(f"{m:.1f}±{c:.1f}" for m, c in zip(r["mean"], r["ci95"])))
+    err_console.print(table)
+    if plot is not None:
+        err_console.print(f"figure written to {doc['plot']}", highlight=False)

@@ -1,0 +1,199 @@
+"""Locomotion training runs in the database (``sumo train --env locomotion``): the same run,
+iteration, version and learner-state bookkeeping as sumo training (:mod:`sumo_cli.training`, whose
+:func:`~sumo_cli.training.commit_iteration`, :func:`~sumo_cli.training.write_start` and
+:func:`~sumo_cli.training.drive` do the writing), around the learners of
+:mod:`sumo_cli.learn.locomotion_learn`.
+
+A run is a ``Run`` row of kind ``train`` whose config is ``{"env": "locomotion", "locomotion":
+LocoConfig, "agent": name}``, and an ``Agent`` row of pseudo-body ``loco`` (names ``loco-mlp``,
+``loco-mlp-track``, ``loco-meta``, ``loco-rl2``, ...; see :mod:`sumo_cli.names`), so locomotion
+agents can never be picked as sumo players by their name. Versions carry the env settings and the
+strategy's configs in their checkpoint metadata, which ``sumo eval locomotion`` reads.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from sumo_cli import __version__, names
+from sumo_cli import training as TR
+from sumo_cli.errors import UserError
+from sumo_cli.learn import locomotion_learn as LL
+from sumo_cli.learn import selfplay as SP
+from sumo_cli.nets.checkpoint import load_checkpoint
+from sumo_cli.store import games as store_runs
+from sumo_cli.store import registry
+from sumo_cli.store.database import Database
+from sumo_cli.store.models import Run
+
+ENV = "locomotion"
+
+
+def check_new_run(db: Database, cfg: LL.LocoConfig, name: str | None) -> str:
+    """The agent name of a new run, or a UserError saying what is wrong (nothing is written)."""
+    bad = cfg.check()
+    if bad:
+        raise UserError(bad[0])
+    agent_name = names.validate_custom_name(name) if name else names.canonical_name(
+        names.LOCOMOTION, cfg.arch, cfg.strategy)
+    with db.read() as s:
+        existing = registry.get_agent(s, agent_name)
+        if existing is not None:
+            run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
+            run = s.get(Run, run_id) if run_id is not None else None
+            resumable = run is not None and run.kind == TR.RUN_KIND and run.status != "finished"
+            hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
+            raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
+    return agent_name
+
+
+def create_run(db: Database, cfg: LL.LocoConfig, agent_name: str) -> int:
+    """The Run and Agent rows, theta_0 and the learner's initial state."""
+    config = {"env": ENV, "locomotion": cfg.to_dict(), "agent": agent_name}
+    with db.write() as s:
+        run_id = store_runs.create_run(s, TR.RUN_KIND, config, cfg.seed, cfg.iterations, __version__)
+        registry.create_agent(s, agent_name, names.LOCOMOTION, cfg.arch, cfg.strategy, "trained",
+                              {"run_id": run_id, "env": ENV, "config": cfg.to_dict()})
+    learner = LL.make_learner(cfg)
+    _write_start(db, run_id, cfg, agent_name, learner)
+    return run_id
+
+
+def _write_start(db: Database, run_id: int, cfg: LL.LocoConfig, agent_name: str, learner) -> dict:  # noqa: ANN001
+    return TR.write_start(db, run_id, agent_name, learner, body=names.LOCOMOTION, strategy=cfg.strategy,
+                          ckpt_meta=LL.snapshot_metadata(cfg, learner))
+
+
+def check_resume(db: Database, run_id: int) -> tuple[LL.LocoConfig, str, int]:
+    """The stored configuration, agent name and iterations done of a run that can be resumed."""
+    with db.read() as s:
+        run = store_runs.get_run(s, run_id, TR.RUN_KIND)
+        if run.status == "finished":
+            raise UserError(f"training run {run_id} already finished all {run.progress_total} iterations; "
+                            "start a new run to train further")
+        return LL.LocoConfig.from_dict(run.config["locomotion"]), run.config["agent"], run.progress_done
+
+
+def run_training(db: Database, run_id: int, n_threads: int = 1,
+                 on_iteration: Callable[[SP.Progress], None] | None = None) -> dict:
+    """Train run ``run_id`` from where it stands to its last iteration. Ctrl-C: the run is marked
+    interrupted and :class:`~sumo_cli.training.TrainingInterrupted` is raised."""
+    with db.read() as s:
+        run = store_runs.get_run(s, run_id, TR.RUN_KIND)
+        cfg = LL.LocoConfig.from_dict(run.config["locomotion"])
+        agent_name = run.config["agent"]
+        state = dict(run.state or {})
+    learner = LL.make_learner(cfg, n_threads)
+    if "theta0" not in state:  # killed before the start files were written: they derive from the seed
+        state = _write_start(db, run_id, cfg, agent_name, learner)
+    saved = state["learner"]
+    ck = load_checkpoint(saved["path"], saved["sha256"])
+    learner.load_state(ck.tensors, ck.metadata["learner"])
+    start = int(saved["iteration"])
+    with db.write() as s:
+        store_runs.set_run_status(s, run_id, "running", done=start)
+    ckpt_meta = LL.snapshot_metadata(cfg, learner)
+
+    def save_iteration(k: int, lrn, metrics: dict, snapshot: bool) -> None:  # noqa: ANN001
+        summary = {key: metrics.get(key) for key in ("mean_return", "episodes")}
+        TR.commit_iteration(db, run_id, agent_name, k, lrn, metrics, snapshot, body=names.LOCOMOTION,
+                            strategy=cfg.strategy, env_steps=k * cfg.steps_per_iteration, summary=summary,
+                            ckpt_meta=ckpt_meta)
+
+    history: list[SP.Progress] = []
+
+    def report(p: SP.Progress) -> None:
+        history.append(p)
+        TR._after_iteration(p)
+        if on_iteration is not None:
+            on_iteration(p)
+
+    t0 = time.perf_counter()
+    TR.drive(db, run_id, cfg.iterations, lambda: LL.train(cfg, learner, save_iteration, start=start, on_iteration=report))
+    wall = time.perf_counter() - t0
+    steps = len(history) * cfg.steps_per_iteration
+    last = history[-1].metrics if history else {}
+    keys = ["mean_return", "episodes"] + [f"return_ep{i}" for i in range(1, 8)] + ["pre_return", "post_episode_return"]
+    return {
+        "run_id": run_id, "env": ENV, "agent": agent_name, "arch": cfg.policy_arch, "strategy": cfg.strategy,
+        "status": "finished", "iterations": cfg.iterations, "resumed_from": start,
+        "env_steps": cfg.iterations * cfg.steps_per_iteration, "steps_per_iteration": cfg.steps_per_iteration,
+        "latest_version": cfg.iterations, "wall_seconds": round(wall, 3),
+        "steps_per_second": round(steps / wall, 1) if wall > 0 and steps else None,
+        "last_iteration": {k: last.get(k) for k in keys if k in last},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation on the held-out pairs (`sumo eval locomotion`)
+
+EVAL_KIND = "locomotion-eval"
+TEST_PAIRS = ("back", "middle", "front")
+
+
+OVERRIDES = ("none", "track", "meta")
+
+
+def load_locomotion_agents(db: Database, agent_names: list[str]) -> list[tuple[object, str]]:
+    """Every named agent's checkpoint (verified) with the strategy it plays: its own, or the one
+    after a colon (``loco-mlp-track:none`` plays the tracking agent's policy without adaptation;
+    none, track or meta, not for RL^2). One sentence on the first bad name; nothing is written."""
+    from sumo_cli.library import load_agent
+
+    if not agent_names:
+        raise UserError("name at least one locomotion agent, e.g. loco-mlp")
+    out = []
+    for text in agent_names:
+        name, colon, strategy = text.partition(":")
+        strategy = strategy.strip().lower()
+        if colon and strategy not in OVERRIDES:
+            raise UserError(f"{text!r}: the strategy after ':' must be one of {', '.join(OVERRIDES)}")
+        a = load_agent(db, name)
+        if a.body != names.LOCOMOTION:
+            raise UserError(f"{a.display} is a sumo agent ({a.body}); `sumo eval locomotion` takes agents trained "
+                            "with `sumo train --env locomotion` (loco-mlp, loco-track, loco-meta, ...)")
+        if colon and a.spec.arch == "rl2":
+            raise UserError(f"{a.display} is an RL^2 policy: it adapts through its recurrent state only; drop ':{strategy}'")
+        out.append((a, strategy if colon else a.strategy))
+    return out
+
+
+def evaluate_agents(db: Database, agents: list[tuple[object, str]], repeats: int, seed: int, n_threads: int = 1,
+                    on_result: Callable[[dict], None] | None = None) -> dict:
+    """Each (agent, strategy) of :func:`load_locomotion_agents` on the 3 held-out pairs: 7 episodes, full reset, ``repeats``
+    times (same seed for every agent, so their episode-1 conditions match); stored as one run of
+    kind ``locomotion-eval`` whose state holds every per-episode return. Returns that document."""
+    import torch
+
+    from sumo_cli.compete.locomotion_eval import evaluate_checkpoint
+
+    if repeats < 1:
+        raise UserError(f"--repeats must be at least 1, got {repeats}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    results = []
+    t0 = time.perf_counter()
+    try:
+        for a, strategy in agents:
+            for pair in TEST_PAIRS:
+                t1 = time.perf_counter()
+                r = evaluate_checkpoint(a.spec, a.params, a.obs_stats, strategy, a.meta_params, a.metadata, pair,
+                                        repeats=repeats, seed=seed, n_threads=n_threads)
+                row = {"agent": a.display, "arch": a.spec.arch, "strategy": strategy, "pair": pair,
+                       "legs": list(r["legs"]), "mean": [float(x) for x in r["mean"]],
+                       "ci95": [float(x) for x in r["ci95"]],
+                       "returns": [[float(x) for x in ep] for ep in r["returns"]],
+                       "seconds": round(time.perf_counter() - t1, 3)}
+                results.append(row)
+                if on_result is not None:
+                    on_result(row)
+    finally:
+        torch.set_num_threads(threads)
+    config = {"agents": [f"{a.display}:{strategy}" for a, strategy in agents], "repeats": repeats, "pairs": list(TEST_PAIRS),
+              "episodes": 7}
+    with db.write() as s:
+        run_id = store_runs.create_run(s, EVAL_KIND, config, seed, len(results), __version__)
+        store_runs.set_run_status(s, run_id, "finished", done=len(results), state={"results": results})
+    return {"run_id": run_id, "seed": seed, "repeats": repeats, "wall_seconds": round(time.perf_counter() - t0, 3),
+            "results": results}
