@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from sumo_cli import names
 from sumo_cli.errors import UserError
 from sumo_cli.nets.checkpoint import checkpoint_tensors, load_checkpoint, save_checkpoint
 from sumo_cli.nets.policy import PolicySpec
@@ -60,6 +61,34 @@ def load_agent(db: Database, name: str) -> LoadedAgent:
         meta_params=ckpt.meta_params,
         metadata=ckpt.metadata,
     )
+
+
+def training_curve_points(db: Database, name: str) -> tuple[list[int], int | None, dict | None]:
+    """The stored versions of a trained agent, the env steps of one training iteration, and the
+    checkpoint of its untrained start (``{"path", "sha256"}``, played as version 0), from its run."""
+    from sumo_cli.store import games as store_runs
+
+    with db.read() as s:
+        agent = registry.get_agent(s, names.parse(name).name)
+        if agent is None:
+            registry.resolve(s, name)  # raises the usual sentence with close matches
+        versions = sorted(v.version for v in agent.versions)
+        run_id = (agent.origin or {}).get("run_id")
+        if run_id is None:
+            return versions, None, None
+        run = store_runs.get_run(s, run_id)
+        train = (run.config or {}).get("train", {})
+        steps = int(train.get("n_envs", 0)) * int(train.get("num_steps", 0)) or None
+        return versions, steps, (run.state or {}).get("theta0")
+
+
+def load_start(db: Database, name: str, theta0: dict) -> LoadedAgent:
+    """A trained agent's untrained start (version 0), checked against its recorded SHA-256."""
+    latest = load_agent(db, name)
+    ckpt = load_checkpoint(Path(theta0["path"]), theta0["sha256"])
+    return LoadedAgent(name=latest.name, version=0, version_id=-1, body=latest.body, arch=latest.arch,
+                       strategy=latest.strategy, spec=ckpt.spec, params=ckpt.params, obs_stats=ckpt.obs_stats,
+                       meta_params=ckpt.meta_params, metadata=ckpt.metadata)
 
 
 def checkpoint_file(db: Database, agent_name: str, version: int) -> Path:

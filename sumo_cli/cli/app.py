@@ -13,6 +13,8 @@ from sumo_cli.cli import (
     bench_cmd,
     bench_game_cmd,
     db_cmd,
+    eval_cmd,
+    eval_sumo_cmd,
     evolve_cmd,
     matches_cmd,
     play_cmd,
@@ -38,6 +40,8 @@ app.command("tournament")(tournament_cmd.tournament)
 app.command("train")(train_cmd.train)
 app.command("evolve")(evolve_cmd.evolve)
 app.command("render")(render_cmd.render)
+eval_cmd.app.command("sumo")(eval_sumo_cmd.sumo_curve)
+app.add_typer(eval_cmd.app, name="eval")
 bench_cmd.app.command("game")(bench_game_cmd.game)
 app.add_typer(bench_cmd.app, name="bench")
 

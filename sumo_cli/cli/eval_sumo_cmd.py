@@ -1,0 +1,105 @@
+"""`sumo eval sumo`: a trained agent's learning curve under the faithful rules: seeded bouts of
+chosen versions against a motionless body, random actions and stored agents."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+
+
+def _pick(versions: list[int], wanted: Optional[str], points: int) -> list[int]:
+    from sumo_cli.errors import UserError
+
+    if wanted:
+        try:
+            chosen = sorted({int(v) for v in wanted.split(",") if v.strip()})
+        except ValueError:
+            raise UserError(f"--versions takes comma-separated version numbers, got {wanted!r}") from None
+        missing = [v for v in chosen if v != 0 and v not in versions]
+        if missing:
+            span = f"{versions[0]}..{versions[-1]}" if versions else "none"
+            raise UserError(f"no version {missing[0]} stored (versions: {span}; 0 is the untrained start)")
+        return chosen
+    if points < 2:
+        raise UserError(f"--points must be at least 2, got {points}")
+    last = versions[-1]
+    return sorted({0, *(round(last * i / (points - 1)) for i in range(1, points))})
+
+
+@friendly
+def sumo_curve(
+    ctx: typer.Context,
+    agent: str = typer.Argument(..., help="A trained agent (sumo train), e.g. push-ant."),
+    versions: Optional[str] = typer.Option(None, "--versions", help="Comma-separated versions (0 = the untrained start). Default: --points spread evenly."),
+    points: int = typer.Option(6, "--points", help="How many versions to spread from 0 to the latest (default 6)."),
+    against: str = typer.Option("motionless,random", "--against", help="Comma-separated opponents: motionless, random, or stored agents (name@v)."),
+    bouts: int = typer.Option(16, "--bouts", help="Seeded bouts per version and opponent (default 16)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bouts (the same for every version)."),
+    physics: str = typer.Option("faithful", "--physics", help="faithful (RK4, default) or fast."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Write the curve (win rate and steps to close against env steps) to this PNG."),
+    json_out: bool = typer.Option(False, "--json", help="Print the curve as JSON on stdout."),
+) -> None:
+    """Play each chosen version of AGENT against each opponent from the reference start: win, draw
+    and loss rates, and how fast it closes in on the opponent, against the env steps it trained."""
+    from sumo_cli.errors import UserError
+
+    if bouts < 1:
+        raise UserError(f"--bouts must be at least 1, got {bouts}")
+    if physics not in ("faithful", "fast"):
+        raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+    if plot is not None and not plot.lower().endswith(".png"):
+        raise UserError(f"--plot writes a PNG file; give a name ending in .png, not {plot!r}")
+    opponents = [o.strip() for o in against.split(",") if o.strip()]
+    if not opponents:
+        raise UserError("--against is empty; give motionless, random or agent names")
+
+    from sumo_cli import library
+    from sumo_cli.compete.bouts import MOTIONLESS, RANDOM, play_bouts, summary
+    from sumo_cli.compete.game import AgentData
+
+    db = open_db(ctx)
+    stored, steps_per_version, theta0 = library.training_curve_points(db, agent)
+    if not stored:
+        raise UserError(f"agent {agent!r} has no versions yet")
+    chosen = _pick(stored, versions, points)
+    if 0 in chosen and theta0 is None:
+        raise UserError(f"{agent!r} was not trained here, so it has no untrained start (version 0); pick stored versions")
+    fixed = {MOTIONLESS, RANDOM}
+    opp_data = {o: (o if o in fixed else AgentData.from_loaded(library.load_agent(db, o))) for o in opponents}
+    name = library.load_agent(db, agent).name
+    rows = []
+    with err_console.status("playing bouts") as status:
+        for v in chosen:
+            loaded = library.load_start(db, name, theta0) if v == 0 else library.load_agent(db, f"{name}@{v}")
+            me = AgentData.from_loaded(loaded)
+            for o in opponents:
+                status.update(f"{name}@{v} against {o}")
+                opp = opp_data[o]
+                if isinstance(opp, AgentData) and opp.spec.get("arch") == "rl2" or me.spec.get("arch") == "rl2":
+                    raise UserError("RL^2 agents need their reward inputs: compare them in games (sumo play)")
+                s = summary(play_bouts(me, opp, bouts, seed, physics=physics))
+                rows.append({"version": v, "env_steps": v * steps_per_version if steps_per_version else None,
+                             "opponent": o, **s})
+    doc = {"agent": name, "bouts": bouts, "seed": seed, "physics": physics, "curve": rows}
+    if plot:
+        from sumo_cli.report.curves import learning_curve
+
+        learning_curve(doc, plot)
+    if json_out:
+        print_json(doc)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{name}: {bouts} bouts per point, {physics} physics, seed {seed}")
+    for col in ("version", "env steps", "opponent", "win", "draw", "loss", "mean length", "steps to close"):
+        table.add_column(col, justify="left" if col == "opponent" else "right")
+    for r in rows:
+        table.add_row(str(r["version"]), f"{r['env_steps']:,}" if r["env_steps"] is not None else "-", r["opponent"],
+                      f"{r['win_rate']:.0%}", f"{r['draw_rate']:.0%}", f"{r['loss_rate']:.0%}",
+                      f"{r['mean_length']:.0f}", f"{r['mean_steps_to_close']:.0f}")
+    err_console.print(table)
+    if plot:
+        err_console.print(f"curve written to {plot}")
