@@ -23,6 +23,8 @@ SMALL = [
     (r"--copies \d+", "--copies 1"),
     (r"--population \d+", "--population 4"),
     (r"--iterations \d+", "--iterations 2"),
+    (r"--bouts \d+", "--bouts 2"),
+    (r"--repeats \d+", "--repeats 2"),
 ]
 
 

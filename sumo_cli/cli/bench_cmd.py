@@ -76,3 +76,81 @@ def env(
     )
     if json_out:
         print_json(doc)
+
+
+@app.command("train")
+@friendly
+def train(
+    sb3: bool = typer.Option(
+        False, "--sb3", help="Compare with Stable-Baselines3 PPO on the same task (needs the optional extra 'compare': pip install stable-baselines3)."
+    ),
+    quick: bool = typer.Option(False, "--quick", help="One batch per learner (under about a minute)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+    steps: Optional[int] = typer.Option(
+        None, "--steps",
+        help="Env steps per learner, updates included, rounded up to whole batches "
+             "(--sb3: default 49152, --quick 4096; otherwise: default 2 iterations of --envs x 512).",
+    ),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="Our trainer's rollout processes (default: --sb3 min(cores, 2), otherwise 1)."
+    ),
+    body: str = typer.Option("ant", "--body", help="The learner's body (ant, bug, spider); the opponent's too."),
+    physics: str = typer.Option("faithful", "--physics", help="faithful (RK4) or fast (implicitfast)."),
+    archs: Optional[str] = typer.Option(
+        None, "--archs", help="Without --sb3: comma-separated architectures (default mlp,lstm; --quick mlp)."
+    ),
+    envs: int = typer.Option(8, "--envs", help="Without --sb3: bout slots per iteration."),
+) -> None:
+    """Training env steps/s against raw physics of the same model; with --sb3, also against SB3 PPO."""
+    import math
+    import os
+
+    from sumo_cli.sim.bodies import body_spec
+
+    try:
+        body_spec(body)
+    except (KeyError, ValueError) as exc:
+        raise UserError(str(exc).strip("'\"")) from None
+    if physics not in ("faithful", "fast"):
+        raise UserError(f"--physics is faithful or fast, got {physics!r}")
+    if steps is not None:
+        require_positive(steps, "--steps")
+    if workers is not None:
+        require_positive(workers, "--workers")
+    require_positive(envs, "--envs")
+    cores = len(os.sched_getaffinity(0))
+    if sb3:
+        from sumo_cli.bench import sb3_compare as SC
+
+        if not SC.sb3_available():
+            raise UserError(SC.INSTALL_HINT)
+        w = workers or min(cores, 2)
+        budget = steps or (SC.QUICK_STEPS if quick else 49152)
+        err_console.print(f"CPU: {SC._machine()['cpu']['model']} ({cores} usable cores)", highlight=False)
+        doc = SC.compare(budget, body, physics, w, quick=quick and steps is None,
+                         progress=lambda msg: err_console.print(f"  {msg}", style="dim", highlight=False))
+        err_console.print(SC.summary_line(doc), highlight=False)
+    else:
+        from sumo_cli.bench import train_bench as TB
+
+        arch_list = _csv(archs) or (["mlp"] if quick else ["mlp", "lstm"])
+        for a in arch_list:
+            if a not in ("mlp", "lstm"):
+                raise UserError(f"--archs takes mlp and/or lstm, got {a!r}")
+        per_iteration = envs * 512
+        iterations = max(2, math.ceil(steps / per_iteration)) if steps else 2
+        err_console.print(f"  {iterations} iterations of {per_iteration} env steps per architecture", style="dim",
+                          highlight=False)
+        try:
+            doc = TB.measure(body, physics, envs, 512, iterations, tuple(arch_list), workers or 1, min(2, envs))
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        for a, r in doc["archs"].items():
+            err_console.print(
+                f"{a}: {r['iteration']:,.0f} env steps/s per iteration (updates included), "
+                f"{r['rollout']:,.0f} collecting; raw physics {doc['raw_physics']:,.0f}: "
+                f"{r['iteration_over_raw']:.2f} / {r['rollout_over_raw']:.2f} of it",
+                highlight=False,
+            )
+    if json_out:
+        print_json(doc)
