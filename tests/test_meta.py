@@ -110,6 +110,9 @@ CASES = [
     ("mlp", "theta", {"inner_reduce": "step", "ent_coef": 0.01}),
     ("lstm", "theta", {"bptt_chunk": 4}),  # windows of 4 steps from stored states (T = 6: one padded window)
     ("lstm", "data", {"bptt_chunk": 2, "alpha_per": "net"}),
+    # the point task's recipe: refitted linear baseline, standardised advantages, bias-only steps
+    ("mlp", "theta", {"inner_adv": "linear", "inner_norm_adv": True, "inner_params": ("pi/out/b", "pi/out/w"), "inner_vf_coef": 0.0}),
+    ("mlp", "data", {"inner_adv": "linear", "inner_norm_adv": True}),
 ]
 
 
@@ -348,3 +351,77 @@ def test_meta_training_smoke_and_rollout_integration():
     torch.testing.assert_close(vw, b.values, rtol=1e-5, atol=1e-5)
     out = meta_train.run_adaptation(env, spec, "meta", theta, rounds=3, steps_per_round=10, seed=3, stats=stats, log_alpha=res.log_alpha, cfg=cfg)
     assert out.shape == (3, 3) and np.isfinite(out).all()
+
+
+def test_linear_baseline_and_standardised_inner_advantages():
+    """The refitted baseline reproduces (up to its ridge term) returns linear in its features (per agent, each
+    with its own coefficients); standardised advantages have mean 0 and std 1 per agent over the
+    valid steps; padding stays 0; the defaults leave the batch untouched."""
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=5)
+    b = _batch(spec, 101, T=7, G=2, N=4)
+    b.mask[5:, 1, 3] = False
+    t = ML.step_index(b.first, b.mask).to(DT) / 100.0
+    x = b.x
+    coef = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.2, -0.3]], dtype=DT)  # (G, D)
+    b.returns = (x * coef[None, :, None, :]).sum(-1) + 0.7 * x[..., 0] ** 2 + 3.0 * t - 2.0
+    torch.testing.assert_close(torch.where(b.mask, ML.linear_baseline(b), 0 * b.returns), torch.where(b.mask, b.returns, 0 * b.returns), rtol=1e-3, atol=1e-3)  # ridge 1e-5
+    assert ML.step_index(b.first, b.mask)[:, 0, 1].tolist() == [0, 1, 2, 0, 1, 2, 3]
+    cfg = ML.MetaConfig(inner_adv="linear", inner_norm_adv=True)
+    b.returns = b.returns + torch.randn(b.returns.shape, generator=_gen(102), dtype=DT)
+    a = ML.prepare_inner(b, cfg).adv
+    for g in range(2):
+        v = a[:, g][b.mask[:, g]]
+        assert abs(float(v.mean())) < 1e-9 and abs(float(v.std(unbiased=False)) - 1.0) < 1e-6
+    assert bool((a[~b.mask] == 0).all())
+    assert ML.prepare_inner(b, ML.MetaConfig()) is b
+
+
+def test_inner_params_adapts_only_the_listed_tensors():
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=5)
+    model = ML.GaussianModel(spec)
+    theta = _theta(spec, 111, requires_grad=False)
+    b = _batch(spec, 112)
+    cfg = ML.MetaConfig(alpha_init=0.05, inner_params=("pi/out/b",))
+    phi = ML.adapt(model, theta, ML.init_log_alpha(cfg, dtype=DT), b, cfg)
+    for k in theta:
+        moved = float((phi[k] - theta[k]).abs().max()) > 1e-6
+        assert moved == (k == "pi/out/b"), k
+
+
+def test_execution_adapter_with_batch_refitted_advantages_equals_recomputation():
+    """A baseline refitted on the whole buffer changes every buffered episode's gradient: the
+    adapter then does not keep a running first-step sum, and equals adapting from scratch."""
+    spec = P.PolicySpec("mlp", obs_dim=4, act_dim=2, hidden=8)
+    model = ML.GaussianModel(spec)
+    cfg = ML.MetaConfig(buffer_episodes=5, alpha_init=0.05, inner_adv="linear", inner_norm_adv=True)
+    thetas, las = _agents(spec, 2, 120, DT)
+    theta, la = P.stack_params(thetas), torch.stack(las)
+    ad = ML.ExecutionAdapter(model, theta, la, cfg)
+    assert not ad.cache
+    for rnd in range(3):
+        ad.add(_episodes(spec, 2, 3, 130 + rnd, DT))
+        ref = ML.adapt_execution(model, theta, la, ad.buffer, cfg)
+        phi = ad.compute()
+        for k in ref:
+            torch.testing.assert_close(phi[k], ref[k], rtol=1e-10, atol=1e-10)
+
+
+def test_training_chains_and_meta_update_from_the_current_policy():
+    """train_rounds=3: every group plays 3 tasks per iteration, two pairs per outer update; at
+    execution, meta_from="current" adapts from the current parameters (round 2 equals the
+    Algorithm-2 run, which also starts from theta there)."""
+    from sumo_cli.learn import meta_envs, meta_train
+
+    env = meta_envs.DriftingGoalPoint(num_groups=2, group_size=3, horizon=4, terminal_at_horizon=True)
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=8)
+    cfg = ML.MetaConfig(alpha_init=0.1, train_rounds=3, outer_epochs=2, buffer_episodes=3, inner_adv="linear", inner_norm_adv=True, inner_params=("pi/out/b",))
+    res = meta_train.meta_train(env, spec, cfg, 2, seed=0, steps_pre=4, steps_post=4)
+    h = res.history[-1]
+    assert len(h["round_returns"]) == 3 and len(h["post_returns"]) == 2 and np.isfinite(h["loss"])
+    kw = dict(rounds=3, steps_per_round=4, seed=5, stats=res.obs_norm.stats, log_alpha=res.log_alpha, cfg=cfg)
+    a = meta_train.run_adaptation(env, spec, "meta", res.theta, **kw)
+    c = meta_train.run_adaptation(env, spec, "meta", res.theta, meta_from="current", **kw)
+    np.testing.assert_allclose(a[:2], c[:2])
+    assert np.isfinite(c).all()
+    with pytest.raises(ValueError):
+        ML.MetaConfig(train_rounds=3, inner_data="fresh")

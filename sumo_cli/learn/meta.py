@@ -26,6 +26,13 @@ Design choices (each is a :class:`MetaConfig` field; the defaults are stated the
   ``inner_baseline=False`` drops it). The value-regression term is what lets the value-function
   half of ``phi`` adapt: a pure policy-gradient loss gives the value parameters no gradient, and the
   outer PPO loss then needs the adapted value function for its value loss.
+* Inner advantages (``inner_adv``, ``inner_norm_adv``): instead of the stored value, a linear
+  feature baseline refitted on each agent's inner batch (MAML-RL's ``LinearFeatureBaseline``:
+  features ``x, x^2, t, t^2, t^3, 1``; :func:`linear_baseline`), and/or advantages standardised per
+  agent (:func:`prepare_inner`). Both are functions of the data only. On the drifting-goal point a
+  barely trained value net made the inner step mostly noise (see
+  :mod:`sumo_cli.learn.meta_experiment`). ``inner_params`` restricts the inner steps to some
+  parameter tensors (the others stay at theta).
 * Clipping (appendix D.1 "clipped [the meta-gradient steps] by value to [-0.1, 0.1]"): by default
   the *step* ``alpha_m * g`` is clamped elementwise (``clip_mode="step"``). A clamped element
   passes no gradient to alpha or theta (clamp is flat there); ``clip_mode="grad"`` clamps ``g``
@@ -97,11 +104,23 @@ class MetaConfig:
     inner_data: str = "reuse"  # training: "reuse" one batch (IW at steps >= 2) or "fresh" batch per step (appendix);
     # read by meta_train (adapt/meta_loss decide by the number of batches they are given)
     inner_baseline: bool = True  # subtract the stored behaviour value from the reward-to-go
+    inner_adv: str = "value"  # baseline of the inner policy gradient: "value" = the stored behaviour value (as
+    # collected; per inner_baseline); "linear" = a linear feature baseline refitted on each agent's inner batch
+    # (MAML-RL / rllab LinearFeatureBaseline: features x, x^2, t, t^2, t^3, 1 of the network input and the step
+    # index within the trajectory), which needs no trained value function
+    inner_norm_adv: bool = False  # standardise the inner advantages per agent over its batch's valid steps (scale-
+    # free inner steps, as MAML-RL does; alpha then means "step per unit-variance advantage")
     inner_lam: float = 1.0  # lambda of the inner returns: 1 = discounted reward-to-go (paper: "discounted rewards")
     inner_vf_coef: float = 1.0  # weight of the value-regression term that adapts the value function (not in paper)
+    inner_params: tuple[str, ...] | None = None  # the parameter tensors the inner steps adapt (None: all, paper);
+    # the others stay at theta
     inner_reduce: str = "episode"  # "episode": (1/K) sum_k L(tau_k) as in the paper; "step": mean over steps
     iw: str = "snis"  # importance weights: "snis" | "truncated" | "raw" | "none"
     iw_truncate: float = 10.0  # cap of "truncated" weights
+    train_rounds: int = 2  # read by meta_train: 2 = one task pair (T_i, T_{i+1}) per group and iteration
+    # (Algorithm 1); R > 2 = every group plays R consecutive tasks as at execution time, pair r (r >= 2) adapting
+    # from theta on the episodes the adapted phi_{r-1} collected, importance-weighted against it (Eq. 7), so
+    # the meta-update is trained on the data it meets at execution (needs inner_data="reuse")
     # --- outer loop (PPO on the post-adaptation trajectories) ---
     lr: float = 3e-4  # paper: 3e-4 (Adam) for theta
     lr_alpha: float = 3e-4  # paper: 3e-4 for alpha (applied here to log alpha: relative steps of ~3e-4)
@@ -131,6 +150,7 @@ class MetaConfig:
             "clip_mode": ("step", "grad"),
             "inner_data": ("reuse", "fresh"),
             "inner_reduce": ("episode", "step"),
+            "inner_adv": ("value", "linear"),
             "iw": ("snis", "truncated", "raw", "none"),
             "score_baseline": ("loo", "ema", "none"),
         }
@@ -139,6 +159,8 @@ class MetaConfig:
                 raise ValueError(f"MetaConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.num_steps < 1:
             raise ValueError("MetaConfig.num_steps must be >= 1")
+        if self.train_rounds < 2 or (self.train_rounds > 2 and self.inner_data != "reuse"):
+            raise ValueError("MetaConfig.train_rounds must be >= 2, and > 2 only with inner_data='reuse'")
         if self.alpha_init <= 0:
             raise ValueError("MetaConfig.alpha_init must be positive")
 
@@ -589,6 +611,71 @@ def inner_terms(logp: Tensor, values: Tensor, batch: TrajBatch, cfg: MetaConfig)
     return torch.where(batch.mask, t, torch.zeros_like(t))
 
 
+def step_index(first: Tensor, mask: Tensor) -> Tensor:
+    """Index of every step within its trajectory (0 at an episode start or at the first valid step
+    of a column), ``(T, *G, N)`` long."""
+    T = first.shape[0]
+    out = torch.zeros(first.shape, dtype=torch.long)
+    run = torch.zeros(first.shape[1:], dtype=torch.long)
+    for t in range(T):
+        run = torch.where(first[t], torch.zeros_like(run), run + 1) if t else torch.zeros_like(run)
+        out[t] = run
+    return out
+
+
+def linear_baseline(batch: TrajBatch, reg: float = 1e-5) -> Tensor:
+    """Per-agent least-squares fit of ``batch.returns`` on the features ``[x, x^2, t, t^2, t^3, 1]``
+    (``t`` = step index within the trajectory / 100), as MAML-RL's ``LinearFeatureBaseline``: the
+    fitted values ``(T, *G, N)``. Data only (no graph); the ridge term grows until the solve is finite."""
+    T, N = batch.num_steps, batch.num_cols
+    x = batch.x.detach().to(torch.float64)
+    D = x.shape[-1]
+    xf = x.reshape(T, -1, N, D)
+    Gf = xf.shape[1]
+    t = (step_index(batch.first, batch.mask).reshape(T, Gf, N, 1).to(torch.float64)) / 100.0
+    feats = torch.cat([xf, xf**2, t, t**2, t**3, torch.ones_like(t)], -1)  # (T, Gf, N, F)
+    m = batch.mask.reshape(T, Gf, N, 1).to(torch.float64)
+    y = batch.returns.detach().reshape(T, Gf, N, 1).to(torch.float64)
+    X = (feats * m).permute(1, 0, 2, 3).reshape(Gf, T * N, -1)
+    Y = (y * m).permute(1, 0, 2, 3).reshape(Gf, T * N, 1)
+    F = X.shape[-1]
+    A, B = X.transpose(1, 2) @ X, X.transpose(1, 2) @ Y
+    eye = torch.eye(F, dtype=torch.float64)
+    r = reg
+    for _ in range(8):
+        beta = torch.linalg.solve(A + r * eye, B)
+        if bool(torch.isfinite(beta).all()):
+            break
+        r *= 10
+    fit = (feats.unsqueeze(-2) @ beta.reshape(1, Gf, 1, F, 1)).reshape(T, Gf, N)
+    return fit.reshape(batch.returns.shape).to(batch.returns.dtype)
+
+
+def prepare_inner(batch: TrajBatch, cfg: MetaConfig) -> TrajBatch:
+    """The inner batch with the advantages ``cfg.inner_adv`` / ``cfg.inner_norm_adv`` ask for
+    (unchanged for the defaults): a function of the data only, so the inner step stays a plain
+    function of the parameters."""
+    if cfg.inner_adv == "value" and not cfg.inner_norm_adv:
+        return batch
+    adv = batch.adv
+    if cfg.inner_adv == "linear":
+        adv = batch.returns - linear_baseline(batch)
+    adv = torch.where(batch.mask, adv, torch.zeros_like(adv))
+    if cfg.inner_norm_adv:
+        T, N = adv.shape[0], adv.shape[-1]
+        a = adv.reshape(T, -1, N)
+        mk = batch.mask.reshape(T, -1, N).to(adv.dtype)
+        n = mk.sum((0, 2)).clamp_min(1)
+        mu = (a * mk).sum((0, 2)) / n
+        sd = torch.sqrt((((a - mu.reshape(1, -1, 1)) ** 2) * mk).sum((0, 2)) / n) + 1e-8
+        a = (a - mu.reshape(1, -1, 1)) / sd.reshape(1, -1, 1)
+        adv = torch.where(batch.mask, a.reshape(adv.shape), torch.zeros_like(adv))
+    return TrajBatch(
+        x=batch.x, actions=batch.actions, logp=batch.logp, values=batch.values, returns=batch.returns, adv=adv.detach(),
+        first=batch.first, mask=batch.mask, state0=batch.state0, chunk_states=batch.chunk_states, chunk_len=batch.chunk_len,
+    )
+
+
 def _denominator(seg: Segments, cfg: MetaConfig, dtype) -> Tensor:
     d = seg.K if cfg.inner_reduce == "episode" else seg.n_steps
     return d.clamp_min(1).to(dtype)
@@ -605,6 +692,7 @@ def inner_loss(
     the gradient wrt stacked params is the per-agent gradient). ``log_w`` ``(Gf, S)``: per-trajectory
     log importance weights (normalised per ``cfg.iw``); None: unweighted. For reference/tests; the
     adaptation uses :func:`inner_grad`."""
+    batch = prepare_inner(batch, cfg)
     seg = segments(batch.first, batch.mask)
     lp, v = model.evaluate(params, batch)
     terms = inner_terms(lp, v, batch, cfg)
@@ -685,6 +773,9 @@ def take_step(phi: Params, grad: Params, alpha_m: Tensor, cfg: MetaConfig, n_age
     """``phi - clip(alpha_m * grad)`` (or ``alpha_m * clip(grad)``, per ``cfg.clip_mode``)."""
     out = {}
     for i, (k, p) in enumerate(phi.items()):
+        if cfg.inner_params is not None and k not in cfg.inner_params:
+            out[k] = p
+            continue
         idx = (1 if k.startswith("vf/") else 0) if cfg.alpha_per == "net" else i
         a = _alpha_for(alpha_m, idx, cfg, p, n_agent)
         g = grad[k]
@@ -759,6 +850,7 @@ def adapt_trace(
     model = as_model(model, cfg)
     if isinstance(batches, TrajBatch):
         batches = [batches]
+    batches = [prepare_inner(b, cfg) for b in batches]
     M = cfg.num_steps
     if len(batches) not in (1, M):
         raise ValueError(f"adapt needs 1 batch (reused) or M={M} batches (fresh), got {len(batches)}")
@@ -999,6 +1091,44 @@ class MetaLearner:
         return info
 
 
+    def update_pairs(self, pairs: list[tuple[TrajBatch, TrajBatch, str, bool]], generator: torch.Generator | None = None) -> dict:
+        """The outer update on several batches of task pairs at once (a training chain, see
+        ``MetaConfig.train_rounds``): ``(pre, post, behaviour, score)`` each, ``pre`` one reused batch
+        sampled by ``theta`` (``behaviour="theta"``) or by an adapted policy whose log-probs it stores
+        (``"data"``, importance-weighted as at execution); ``score``: add the score-function term of
+        ``pre`` (only meaningful where ``pre`` was sampled by ``pi_theta``). Every outer epoch takes one
+        Adam step on the mean of the pairs' :func:`meta_loss` (full batches, no minibatches)."""
+        cfg = self.cfg
+        if cfg.score_baseline == "ema":
+            raise ValueError("update_pairs supports the 'loo' and 'none' score baselines")
+        stats = []
+        for _, post, _, _ in pairs:
+            mask = post.mask
+            stats.append(((post.adv[mask].mean(), post.adv[mask].std(unbiased=False) + 1e-8), post_returns(post)))
+        info: dict = {}
+        for _ in range(cfg.outer_epochs):
+            total, parts = 0.0, []
+            for (pre, post, behaviour, score), (adv_stats, ps) in zip(pairs, stats):
+                c = cfg if score else cfg.replace(score_term=False)
+                out = meta_loss(self.model, self.theta, self.log_alpha, pre, post, c, adv_stats=adv_stats, post_stats=ps, behaviour=behaviour)
+                total = total + out.loss / len(pairs)
+                parts.append(out)
+            self.opt.zero_grad(set_to_none=True)
+            total.backward()
+            if cfg.max_grad_norm is not None:
+                for group in self._clip_groups:
+                    torch.nn.utils.clip_grad_norm_(group, cfg.max_grad_norm)
+            self.opt.step()
+            info = {
+                "loss": float(total.detach()),
+                **{k: float(sum(getattr(o, k) for o in parts) / len(parts)) for k in ("ppo", "vf", "score")},
+            }
+        info["post_return"] = float(torch.stack([ps[0].mean() for _, ps in stats]).mean())
+        info["post_returns"] = [float(ps[0].mean()) for _, ps in stats]
+        info["alpha"] = self.alpha.tolist()
+        return info
+
+
 # ----------------------------------------------------------------------------------------------
 # execution time (Algorithm 2, Eq. 7)
 
@@ -1029,7 +1159,9 @@ class ExecutionAdapter:
         self.theta = {k: v.detach() for k, v in theta.items()}
         self.log_alpha = log_alpha.detach()
         self.capacity = capacity or cfg.buffer_episodes
-        self.cache = cache_first_step
+        # a baseline refitted on (or advantages standardised over) the whole buffer change every
+        # buffered episode's gradient when the buffer changes: no running sum then
+        self.cache = cache_first_step and cfg.inner_adv == "value" and not cfg.inner_norm_adv
         self.recompute_ratio = recompute_ratio
         self.buffer: TrajBatch | None = None
         self._lw0: Tensor | None = None  # (G, K) first-step log weights of the buffered episodes

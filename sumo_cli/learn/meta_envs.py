@@ -10,7 +10,10 @@ previous task says where the next goal will be, which is what a meta-learned upd
 An episode: the point starts at the origin, observes its position and the elapsed fraction of the
 episode (never the goal), moves by ``max_step * clip(action, -1, 1)`` per step, and receives
 ``-||position - goal||`` per step; ``horizon`` steps, then truncation (a time limit; the next
-episode starts at the origin). ``sample_tasks`` draws new chains; ``next_task`` moves every group
+episode starts at the origin), or, with ``terminal_at_horizon``, termination: the elapsed fraction
+is part of the observation, so the horizon is part of the (finite-horizon) MDP and the episode
+return is the objective; reporting it as a truncation makes every learner bootstrap the return
+past the end with its value estimate, which only adds that estimate's error. ``sample_tasks`` draws new chains; ``next_task`` moves every group
 to its chain's next task; both reset all envs. With ``auto_advance`` the goal drifts from episode
 to episode by itself (every episode end moves the group to its next task: the stream a
 non-meta learner such as PPO trains on); meta-training drives the chain with ``next_task``.
@@ -38,8 +41,10 @@ class DriftingGoalPoint:
         max_step: float = 0.2,
         seed: int = 0,
         auto_advance: bool = False,
+        terminal_at_horizon: bool = False,
     ):
         self.auto_advance = bool(auto_advance)
+        self.terminal_at_horizon = bool(terminal_at_horizon)
         self.num_groups = int(num_groups)
         self.group_size = int(group_size)
         self.num_envs = self.num_groups * self.group_size
@@ -97,20 +102,19 @@ class DriftingGoalPoint:
         self.pos = self.pos + self.max_step * a
         self.t = self.t + 1
         reward = -np.linalg.norm(self.pos - self._env_goals(), axis=-1)
-        truncated = self.t >= self.horizon
+        ended = self.t >= self.horizon
         final_obs = self._obs()
-        if truncated.any():
-            self.pos[truncated] = 0.0
-            self.t[truncated] = 0
+        truncated = ended & (not self.terminal_at_horizon)
+        if ended.any():
+            self.pos[ended] = 0.0
+            self.t[ended] = 0
             if self.auto_advance:
-                ended = truncated.reshape(self.num_groups, self.group_size).all(-1)
-                self.index = self.index + ended
+                self.index = self.index + ended.reshape(self.num_groups, self.group_size).all(-1)
         obs = self._obs()
-        n = self.num_envs
         return StepOut(
             obs=obs,
             reward=reward.astype(np.float32),
-            terminated=np.zeros(n, dtype=bool),
+            terminated=ended & self.terminal_at_horizon,
             truncated=truncated,
             final_obs=final_obs,
             info={},

@@ -9,6 +9,11 @@ return the first observations. A group is one task pair of Algorithm 1 (one oppo
 meta-updates are per opponent), and the groups of a meta-iteration are batched: ``theta`` is
 broadcast over them and the adapted ``phi`` has a leading group dim.
 
+Training chains (``MetaConfig.train_rounds > 2``, :func:`chain_iteration`): every group plays
+several consecutive tasks per iteration the way Algorithm 2 plays them, so that the inner batches of
+later pairs are collected by adapted policies, as at execution. Execution (:func:`run_adaptation`)
+can also apply the learnt update from the current parameters (``meta_from="current"``).
+
 Observation normalisation: the running statistics are frozen for a whole meta-iteration (the
 pre-update collection, the post-adaptation collection and the update use the same statistics, so
 the first outer epoch sees importance ratio 1) and updated afterwards.
@@ -237,6 +242,8 @@ def meta_iteration(
     ``tau_phi`` in ``T_{i+1}``, and run the outer update. Returns the update's statistics and the
     rollouts (for the observation normaliser)."""
     cfg = learner.cfg
+    if cfg.train_rounds > 2:
+        return chain_iteration(env, spec, learner, stats, steps_pre, steps_post, seed, generator)
     G = env.num_groups
     t0 = time.perf_counter()
     theta, log_alpha = learner.params()
@@ -267,6 +274,53 @@ def meta_iteration(
         collect_s=t1 - t0,
         update_s=t2 - t1,
     )
+    return info, rollouts
+
+
+def chain_iteration(
+    env: TaskChainEnv,
+    spec: P.PolicySpec,
+    learner: ML.MetaLearner,
+    stats: dict | None,
+    steps_pre: int,
+    steps_post: int,
+    seed: int,
+    generator: torch.Generator,
+) -> tuple[dict, list[Rollout]]:
+    """One meta-iteration on training chains (``cfg.train_rounds = R > 2``): every group plays ``R``
+    consecutive tasks the way Algorithm 2 does at execution time: round 1 with ``theta``, round r+1
+    with ``phi_r`` adapted from ``theta`` on the episodes of round r (round 1: sampled by ``theta``;
+    later rounds: by ``phi_{r-1}``, importance-weighted against it). The ``R - 1`` pairs (round r's
+    episodes, round r+1's episodes) form one outer update (:meth:`MetaLearner.update_pairs`); the
+    score-function term covers the first pair only (the later inner batches are not sampled by
+    ``pi_theta``; their dependence on theta through ``phi_{r-1}`` is not differentiated).
+    Needs ``steps_pre == steps_post`` (a round's episodes are both the post batch of one pair and
+    the inner batch of the next)."""
+    cfg = learner.cfg
+    if steps_pre != steps_post:
+        raise ValueError("training chains need steps_pre == steps_post")
+    G = env.num_groups
+    t0 = time.perf_counter()
+    theta, log_alpha = learner.params()
+    cur = {k: v.contiguous() for k, v in ML.expand_params(learner.model, theta, (G,)).items()}
+    obs = env.sample_tasks(seed)
+    kw = dict(gamma=cfg.gamma, groups=G, bptt_chunk=cfg.bptt_chunk)
+    ro, obs = collect_stacked(env, spec, cur, stats, obs, steps_pre, generator)
+    rollouts, pairs = [ro], []
+    behaviour = "theta"
+    for r in range(1, cfg.train_rounds):
+        pre = ML.batch_from_rollout(ro, lam=cfg.inner_lam, baseline=cfg.inner_baseline, **kw)
+        cur = ML.adapt(learner.model, theta, log_alpha, pre, cfg, behaviour=behaviour)
+        obs = env.next_task()
+        ro, obs = collect_stacked(env, spec, cur, stats, obs, steps_post, generator)
+        rollouts.append(ro)
+        pairs.append((pre, ML.batch_from_rollout(ro, lam=cfg.lam, baseline=True, **kw), behaviour, r == 1))
+        behaviour = "data"
+    t1 = time.perf_counter()
+    info = learner.update_pairs(pairs, generator)
+    t2 = time.perf_counter()
+    rets = [float(np.nanmean(episode_returns(x, G))) for x in rollouts]
+    info.update(pre_return=rets[0], post_episode_return=float(np.mean(rets[1:])), round_returns=rets, collect_s=t1 - t0, update_s=t2 - t1)
     return info, rollouts
 
 
@@ -326,6 +380,7 @@ def run_adaptation(
     cfg: ML.MetaConfig | None = None,
     ppo_cfg=None,
     deterministic: bool = False,
+    meta_from: str = "theta",
 ) -> np.ndarray:
     """Play ``rounds`` consecutive tasks of fresh chains (one per group) and return the mean
     episode return of every round and group, ``(rounds, G)``. Every group acts with its own
@@ -334,9 +389,15 @@ def run_adaptation(
     * ``"none"``: no adaptation;
     * ``"meta"``: Algorithm 2: after each round, ``phi`` is recomputed from ``theta``, ``log_alpha``
       on the experience buffer (importance-weighted, ``cfg.buffer_episodes`` episodes);
+      with ``meta_from="current"`` the meta-update starts from the group's *current* parameters
+      instead (``phi_{i+1} = phi_i - alpha* grad L(phi_i; its own episodes)``, on-policy: the
+      importance weights are exactly 1): the learned update applied the way tracking applies its PPO update
+      (a variant, not the paper's Algorithm 2; see :mod:`sumo_cli.learn.meta_experiment`);
     * ``"tracking"``: after each round, one PPO update (``ppo_cfg``, :mod:`sumo_cli.learn.ppo`) of
       the group's current parameters on that round's experience.
     """
+    if meta_from not in ("theta", "current"):
+        raise ValueError("meta_from must be 'theta' or 'current'")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}")
     from sumo_cli.learn import ppo as PPO
@@ -364,6 +425,8 @@ def run_adaptation(
         if i == rounds - 1:
             break
         if strategy == "meta":
+            if meta_from == "current":
+                adapter = ML.ExecutionAdapter(spec, cur, log_alpha, cfg)
             adapter.add(episodes_from_rollout(ro, G, cfg))
             cur = adapter.compute()
         elif strategy == "tracking":
