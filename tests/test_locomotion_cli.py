@@ -5,10 +5,11 @@ stored and reproducible; bad input refused with exit 2 and nothing written."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
+
+from tests.test_train import final_tensors, rows
 
 # 2 envs (or task pairs), 10-step episodes, 8 hidden units, one PPO epoch of 2 minibatches
 TINY = ["--env", "locomotion", "--envs", "2", "--horizon", "10", "--hidden", "8", "--epochs", "1",
@@ -20,31 +21,6 @@ def restore_torch_threads():
     n = torch.get_num_threads()
     yield
     torch.set_num_threads(n)
-
-
-def db(tmp_path: Path):
-    from sumo_cli.store.database import open_database
-
-    return open_database(str(tmp_path / "db" / "sumo.sqlite"))
-
-
-def rows(tmp_path: Path) -> dict:
-    from sumo_cli.store.models import Agent, Iteration, Run, Version
-
-    d = db(tmp_path)
-    with d.read() as s:
-        out = {m.__name__: s.query(m).all() for m in (Agent, Version, Run, Iteration)}
-    d.dispose()
-    return out
-
-
-def final_tensors(tmp_path: Path, name: str) -> dict:
-    from sumo_cli.library import load_agent
-
-    d = db(tmp_path)
-    a = load_agent(d, name)
-    d.dispose()
-    return {**a.params, **a.meta_params, **{"obs_norm/" + k: v for k, v in a.obs_stats.items()}}
 
 
 def test_train_writes_run_iterations_and_versions(cli, tmp_path):

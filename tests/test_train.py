@@ -41,7 +41,7 @@ def final_tensors(tmp_path: Path, name: str) -> dict:
     d = db(tmp_path)
     a = load_agent(d, name)
     d.dispose()
-    return {**a.params, **{"obs_norm/" + k: v for k, v in a.obs_stats.items()}}
+    return {**a.params, **a.meta_params, **{"obs_norm/" + k: v for k, v in a.obs_stats.items()}}
 
 
 def test_tiny_training_run_writes_versions_iterations_and_checkpoints(cli, tmp_path):

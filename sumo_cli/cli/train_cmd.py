@@ -43,6 +43,14 @@ def _resume_command(ctx: typer.Context, run_id: int) -> str:
     return "sumo " + (f"--db {shlex.quote(db)} " if db else "") + f"train --resume {run_id}"
 
 
+def _interrupted(ctx: typer.Context, exc) -> None:  # noqa: ANN001 - training.TrainingInterrupted
+    err_console.print(
+        f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
+        f"Resume with: {_resume_command(ctx, exc.run_id)}", highlight=False, soft_wrap=True,
+    )
+    raise typer.Exit(130)
+
+
 @friendly
 def train(
     ctx: typer.Context,
@@ -174,11 +182,7 @@ def train(
             summary = TR.run_training(db, run_id, executor, on_iteration)
     except TR.TrainingInterrupted as exc:
         executor.close()
-        err_console.print(
-            f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
-            f"Resume with: {_resume_command(ctx, exc.run_id)}", highlight=False, soft_wrap=True,
-        )
-        raise typer.Exit(130)
+        _interrupted(ctx, exc)
     finally:
         executor.close()
     if json_out:
@@ -253,11 +257,7 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
             task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-")
             summary = LT.run_training(db, run_id, workers, on_iteration)
     except TR.TrainingInterrupted as exc:
-        err_console.print(
-            f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
-            f"Resume with: {_resume_command(ctx, exc.run_id)}", highlight=False, soft_wrap=True,
-        )
-        raise typer.Exit(130)
+        _interrupted(ctx, exc)
     if json_out:
         print_json(summary)
         return
