@@ -64,7 +64,7 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
         assert torch.all(torch.exp(la) > 0) and torch.all(la != torch.tensor(init, dtype=la.dtype))
     from safetensors.torch import load_file
 
-    theta0 = load_file(str(tmp_path / "db" / "checkpoints" / "ant-mlp-meta" / "v00000.safetensors"))
+    theta0 = load_file(str(tmp_path / "db" / "sumo-checkpoints" / "ant-mlp-meta" / "v00000.safetensors"))
     assert torch.equal(theta0[LOG_ALPHA_KEY], torch.full((3,), init, dtype=theta0[LOG_ALPHA_KEY].dtype))
 
     meta = AgentData.from_loaded(_agent(tmp_path, "ant-mlp-meta@2"))

@@ -116,3 +116,19 @@ def test_corrupt_checkpoint_row_is_refused(sqlite_url):
     with db.read() as s, pytest.raises(UserError, match="corrupt"):
         registry.resolve(s, "ant-meta")
     db.dispose()
+
+
+def test_each_database_gets_its_own_checkpoint_folder(tmp_path, monkeypatch):
+    """Agent names and run ids repeat across databases: two databases side by side must not share
+    (and overwrite) checkpoint files."""
+    from sumo_cli.store.registry import checkpoint_root
+
+    monkeypatch.delenv("SUMO_CHECKPOINTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    a = checkpoint_root(f"sqlite:///{tmp_path}/runs/a.sqlite")
+    b = checkpoint_root(f"sqlite:///{tmp_path}/runs/b.sqlite")
+    assert a == tmp_path / "runs" / "a-checkpoints" and b == tmp_path / "runs" / "b-checkpoints"
+    assert checkpoint_root("postgresql+psycopg://u@host/team") == tmp_path / "checkpoints" / "team"
+    assert checkpoint_root("postgresql+psycopg://u@host/other") != checkpoint_root("postgresql+psycopg://u@host/team")
+    monkeypatch.setenv("SUMO_CHECKPOINTS", str(tmp_path / "elsewhere"))
+    assert checkpoint_root(f"sqlite:///{tmp_path}/runs/a.sqlite") == tmp_path / "elsewhere"

@@ -72,7 +72,7 @@ def test_tiny_training_run_writes_versions_iterations_and_checkpoints(cli, tmp_p
     a = load_agent(d, "ant-lstm@2")
     assert a.spec.arch == "lstm" and a.spec.obs_dim == 120 and float(a.obs_stats["count"]) == 2 * 80
     d.dispose()
-    ck = tmp_path / "db" / "checkpoints"
+    ck = tmp_path / "db" / "sumo-checkpoints"
     assert (ck / "ant-lstm" / "v00000.safetensors").is_file()  # theta_0, self-play's first opponent
     assert sorted(p.name for p in (ck / "runs" / f"train-{run.id}").iterdir()) == ["learner-00003.json", "learner-00003.safetensors"]
 
@@ -164,7 +164,7 @@ def test_bad_input_exits_2_and_writes_nothing(cli, tmp_path, args, message):
     assert err.count("\n") <= 2  # one sentence, no traceback
     if (tmp_path / "db" / "sumo.sqlite").exists():
         assert all(not v for v in rows(tmp_path).values())
-    assert not (tmp_path / "db" / "checkpoints").exists()
+    assert not (tmp_path / "db" / "sumo-checkpoints").exists()
 
 
 def test_unknown_opponent_lists_close_matches_and_existing_agent_is_kept(cli, tmp_path):

@@ -42,7 +42,7 @@ def test_flipped_byte_in_a_checkpoint_is_refused(cli, zoo_dir, tmp_path):
     from sumo_cli.store.database import open_database
 
     db = open_database(str(tmp_path / "db" / "sumo.sqlite"))
-    path = next((tmp_path / "db" / "checkpoints" / "zoo-ant-mlp-v1").glob("*.safetensors"))
+    path = next((tmp_path / "db" / "sumo-checkpoints" / "zoo-ant-mlp-v1").glob("*.safetensors"))
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))

@@ -147,11 +147,18 @@ def record(session: Session, agent: Agent) -> Record:
 
 
 def checkpoint_root(db_url: str) -> Path:
-    """Where new checkpoints go: SUMO_CHECKPOINTS, else beside an SQLite file, else ./checkpoints."""
+    """Where new checkpoints go: SUMO_CHECKPOINTS, else ``<name>-checkpoints/`` beside an SQLite
+    file (``db/sumo.sqlite`` -> ``db/sumo-checkpoints/``), else ``./checkpoints/<database>/``. One
+    folder per database: two databases side by side must not overwrite each other's files (agent
+    names and run ids repeat across databases)."""
     import os
+
+    from sqlalchemy.engine import make_url
 
     if os.environ.get("SUMO_CHECKPOINTS"):
         return Path(os.environ["SUMO_CHECKPOINTS"]).resolve()
-    if db_url.startswith("sqlite:///") and db_url != "sqlite:///:memory:":
-        return Path(db_url.split("///", 1)[1]).parent / "checkpoints"
-    return Path("checkpoints").resolve()
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        path = Path(url.database)
+        return path.parent / f"{path.stem}-checkpoints"
+    return Path("checkpoints").resolve() / (url.database or "default")
