@@ -39,6 +39,7 @@ def sumo_curve(
     bouts: int = typer.Option(16, "--bouts", help="Seeded bouts per version and opponent (default 16)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bouts (the same for every version)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful (RK4, default) or fast."),
+    face_opponent: bool = typer.Option(False, "--face-opponent", help="Start the bouts turned toward each other (the training curriculum's start; default: the reference start)."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write the curve (win rate and steps to close against env steps) to this PNG."),
     json_out: bool = typer.Option(False, "--json", help="Print the curve as JSON on stdout."),
 ) -> None:
@@ -80,10 +81,11 @@ def sumo_curve(
                 opp = opp_data[o]
                 if isinstance(opp, AgentData) and opp.spec.get("arch") == "rl2" or me.spec.get("arch") == "rl2":
                     raise UserError("RL^2 agents need their reward inputs: compare them in games (sumo play)")
-                s = summary(play_bouts(me, opp, bouts, seed, physics=physics))
+                s = summary(play_bouts(me, opp, bouts, seed, physics=physics, face_opponent=face_opponent))
                 rows.append({"version": v, "env_steps": v * steps_per_version if steps_per_version else None,
                              "opponent": o, **s})
-    doc = {"agent": name, "bouts": bouts, "seed": seed, "physics": physics, "curve": rows}
+    doc = {"agent": name, "bouts": bouts, "seed": seed, "physics": physics, "start": "facing" if face_opponent else "reference",
+           "curve": rows}
     if plot:
         from sumo_cli.report.curves import learning_curve
 

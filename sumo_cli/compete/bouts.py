@@ -45,16 +45,20 @@ def _actor(agent: AgentData) -> tuple[NumpyActor, np.ndarray]:
 
 
 def play_bouts(learner: AgentData, opponent: str | AgentData, n: int, seed: int, physics: str = "faithful",
-               opp_body: str | None = None, threads: int | None = 1) -> list[Bout]:
-    """``n`` bouts in one batch (the first bout of each slot); deterministic given ``seed``."""
-    from sumo_cli.sim.sumo_env import REASONS, BatchedSumo
+               opp_body: str | None = None, threads: int | None = 1, face_opponent: bool = False) -> list[Bout]:
+    """``n`` bouts in one batch (the first bout of each slot); deterministic given ``seed``.
+    ``face_opponent``: both start turned toward each other (the training curriculum's start; the
+    reference start keeps the identity orientation); the rules and rewards stay the faithful ones."""
+    from sumo_cli.learn.sumo_vec import CurriculumSumo, StartConditions
+    from sumo_cli.sim.sumo_env import REASONS
 
     if n < 1:
         raise ValueError("at least one bout")
     if isinstance(opponent, str) and opponent not in (MOTIONLESS, RANDOM):
         raise ValueError(f"unknown fixed opponent {opponent!r}")
     body_b = opponent.body if isinstance(opponent, AgentData) else (opp_body or learner.body)
-    env = BatchedSumo(learner.body, body_b, n, physics=physics, seed=seed, auto_reset=False, n_threads=threads)
+    env = CurriculumSumo(learner.body, body_b, n, physics=physics, seed=seed, auto_reset=False, n_threads=threads,
+                         start=StartConditions(face_opponent=face_opponent))
     rng = np.random.default_rng(game_seed(seed, 0xB0))
     actor_a, std_a = _actor(learner)
     actor_b, std_b = _actor(opponent) if isinstance(opponent, AgentData) else (None, None)
