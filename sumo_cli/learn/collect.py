@@ -1,7 +1,11 @@
 """Collect a time-major :class:`~sumo_cli.learn.rollout.Rollout` from a :class:`VecEnv` with a
 pure-function policy (:mod:`sumo_cli.nets.policy`).
 
-One batched, gradient-free policy call per step for all N envs. What must survive from one call to
+One batched, gradient-free policy call per step for all N envs: for one agent's float32 nets (what
+training uses) the policy mean (and the value net's recurrent state) in NumPy, with the values and
+log-probabilities of the whole rollout computed after its last step in one batched torch pass
+(:func:`_collect_numpy`); otherwise (stacked agents, float64) one torch call per step
+(:func:`_collect_torch`). Both give the same rollout up to float rounding. What must survive from one call to
 the next (the current observation, the recurrent state, RL^2's previous reward and done flag, the
 running episode returns) lives in a :class:`Carry`, so that collection can continue seamlessly over
 iterations and truncated BPTT can restart from any stored chunk start.
@@ -152,10 +156,219 @@ def collect(
     stats = _stats_of(obs_norm)
     frozen = None if stats is None else {k: v.clone() if isinstance(v, Tensor) else np.copy(v) for k, v in stats.items()}
     params = {k: v.detach() for k, v in params.items()}
+    if _numpy_path(spec, params, frozen):
+        rollout = _collect_numpy(env, spec, params, frozen, int(num_steps), carry, generator, chunk_len=chunk_len,
+                                 reset_on=reset_on, end_task=end_task, deterministic=deterministic)
+    else:
+        rollout = _collect_torch(env, spec, params, frozen, int(num_steps), carry, generator, chunk_len=chunk_len,
+                                 reset_on=reset_on, end_task=end_task, deterministic=deterministic)
+    if update_norm and stats is not None:
+        obs_buf = rollout.obs
+        stats.update(nz.update(stats, obs_buf.to(stats["sum"].dtype) if isinstance(stats["sum"], Tensor) else obs_buf.numpy()))
+    return rollout, carry
+
+
+def _numpy_path(spec: P.PolicySpec, params: P.Params, frozen: dict | None) -> bool:
+    """One agent's float32 nets: act step by step in NumPy (see :func:`_collect_numpy`)."""
+    ls = params["logstd"]
+    return (ls.dtype == torch.float32 and ls.dim() == 1 and (frozen is None or np.ndim(frozen["sum"]) == 1))
+
+
+def _frozen_input(spec: P.PolicySpec, frozen: dict | None, dtype: torch.dtype):
+    """``net_input`` with the frozen statistics' mean and std computed once (bit-identical to it)."""
+    if frozen is None or np.ndim(frozen["sum"]) != 1:
+        return lambda obs, pr, pd: net_input(spec, frozen, obs, pr, pd)
+    m, s = nz.mean_std(frozen)
+    m, s = torch.as_tensor(m).to(dtype), torch.as_tensor(s).to(dtype)
+
+    def f(obs: Tensor, pr: Tensor, pd: Tensor) -> Tensor:
+        x = torch.clamp((obs - m) / s, -nz.CLIP, nz.CLIP)
+        return P.rl2_input(x, pr, pd) if spec.arch == "rl2" else x
+
+    return f
+
+
+def _bookkeeping(carry: Carry, reward: np.ndarray, done: np.ndarray) -> None:
+    carry.ep_return += reward
+    carry.ep_length += 1
+    if done.any():
+        for i in np.flatnonzero(done):
+            carry.finished_returns.append(float(carry.ep_return[i]))
+            carry.finished_lengths.append(int(carry.ep_length[i]))
+        carry.total_episodes += int(done.sum())
+        carry.ep_return[done] = 0.0
+        carry.ep_length[done] = 0
+
+
+def _next_reset(out, done: np.ndarray, reset_on: str, last: bool) -> np.ndarray:
+    tc = out.info.get("task_changed") if out.info else None
+    if tc is None:
+        next_reset = done.copy() if reset_on == "episode" else np.zeros(done.shape, dtype=bool)
+    else:
+        task_changed = np.asarray(tc, dtype=bool)
+        next_reset = (done | task_changed) if reset_on == "episode" else task_changed.copy()
+    if last:
+        next_reset[:] = True
+    return next_reset
+
+
+def _collect_numpy(env: VecEnv, spec: P.PolicySpec, params: P.Params, frozen: dict | None, T: int, carry: Carry,
+                   generator: torch.Generator | None, *, chunk_len: int, reset_on: str, end_task: bool,
+                   deterministic: bool) -> Rollout:
+    """The rollout with only the policy mean (and, for the recurrent nets, the value net's state) per
+    step, in NumPy (:class:`~sumo_cli.nets.numpy_actor.NumpyActor`: a few times cheaper than a torch
+    call for a handful of envs), plus the action noise drawn as :func:`~sumo_cli.nets.policy.sample`
+    draws it (one ``torch.randn`` per step from the same generator, so the actions are the torch
+    path's up to float rounding; one draw for the whole rollout would give another stream).
+    The values and log-probabilities are computed after the last step in one batched torch pass over
+    the stored inputs (the MLP: all steps at once; the recurrent nets: windows of ``chunk_len`` steps
+    from the stored window start states, as :func:`~sumo_cli.learn.ppo.chunked_evaluation` does),
+    with exactly the functions the PPO update uses, so the first epoch's importance ratios are 1.
+    The MLP's time-limit bootstraps V(final obs) are batched after the rollout too; the recurrent
+    ones need the value state of that step and are computed in NumPy when they occur."""
+    from sumo_cli.nets.numpy_actor import NumpyActor
+
+    N, D, A = carry.num_envs, spec.obs_dim, spec.act_dim
     logstd = params["logstd"]
-    N, T = carry.num_envs, int(num_steps)
+    dtype = logstd.dtype
+    recurrent = spec.recurrent
+    carry.finished_returns, carry.finished_lengths = [], []
+    if frozen is None:
+        nm, ns = np.zeros(D, np.float32), np.ones(D, np.float32)
+    else:
+        nm, ns = (np.asarray(torch.as_tensor(v).to(dtype)) for v in nz.mean_std(frozen))
+    actor = NumpyActor(spec, params, nm, ns)
+    critic = NumpyActor(spec, params, nm, ns, net="vf") if recurrent else None
+    std = torch.exp(logstd).numpy()
+
+    obs_buf = np.empty((T, N, D), np.float32)
+    act_buf = np.empty((T, N, A), np.float32)
+    rew_buf = np.empty((T, N), np.float32)
+    prev_r_buf = np.empty((T, N), np.float32)
+    prev_d_buf = np.empty((T, N), np.float32)
+    term_buf = np.empty((T, N), bool)
+    trunc_buf = np.empty((T, N), bool)
+    first_buf = np.empty((T, N), bool)
+    reset_buf = np.empty((T, N), bool)
+    task_end_buf = np.empty((T, N), bool)
+    final_np = np.zeros((T, N), np.float32)  # recurrent nets: V(final obs), computed per step
+    final_at: list[tuple[int, np.ndarray]] = []  # MLP: where, and the final observations
+    final_obs: list[np.ndarray] = []
+    pr = carry.prev_reward.numpy().astype(np.float32)
+    pd = carry.prev_done.numpy().astype(np.float32)
+    st = {k: carry.state[k].numpy().astype(np.float32) for k in P.STATE_KEYS} if recurrent else {}
+    n_chunks = math.ceil(T / chunk_len)
+    chunk_np = {k: np.empty((n_chunks, *v.shape), np.float32) for k, v in st.items()}
+
+    for t in range(T):
+        if carry.reset.any():
+            pr[carry.reset] = 0.0
+            pd[carry.reset] = 0.0
+            for v in st.values():
+                v[carry.reset] = 0.0
+        if recurrent and t % chunk_len == 0:
+            for k, v in st.items():
+                chunk_np[k][t // chunk_len] = v
+        reset_buf[t] = carry.reset
+        first_buf[t] = carry.first
+        obs_buf[t] = carry.obs
+        prev_r_buf[t], prev_d_buf[t] = pr, pd
+        x = actor.net_input(obs_buf[t], pr, pd)
+        if recurrent:
+            action, (st["pi/h"], st["pi/c"]) = actor.step_input(x, (st["pi/h"], st["pi/c"]))
+            _, (st["vf/h"], st["vf/c"]) = critic.step_input(x, (st["vf/h"], st["vf/c"]))
+        else:
+            action, _ = actor.step_input(x, None)
+        if not deterministic:  # the noise draw of P.sample (same generator stream as the torch path)
+            action += std * torch.randn((N, A), generator=generator, dtype=dtype).numpy()
+        act_buf[t] = action
+
+        out = env.step(action)
+        reward = np.asarray(out.reward, dtype=np.float64)
+        terminated = np.asarray(out.terminated, dtype=bool)
+        truncated = np.asarray(out.truncated, dtype=bool)
+        done = terminated | truncated
+        rew_buf[t] = reward
+        term_buf[t], trunc_buf[t] = terminated, truncated
+        # V(final observation) where the time limit cut the episode (not where it terminated), with
+        # the state the episode would have continued with
+        trunc_only = truncated & ~terminated
+        if trunc_only.any():
+            idx = np.flatnonzero(trunc_only)
+            if recurrent:
+                xf = actor.net_input(np.asarray(out.final_obs, dtype=np.float32), rew_buf[t], done.astype(np.float32))
+                vfin, _ = critic.step_input(xf, (st["vf/h"], st["vf/c"]))
+                final_np[t, idx] = vfin[idx, 0]
+            else:
+                final_at.append((t, idx))
+                final_obs.append(np.asarray(out.final_obs, dtype=np.float32)[idx])
+
+        _bookkeeping(carry, reward, done)
+        next_reset = _next_reset(out, done, reset_on, end_task and t == T - 1)
+        task_end_buf[t] = next_reset
+        carry.obs = np.asarray(out.obs, dtype=np.float32)
+        pr = rew_buf[t].copy()
+        pd = done.astype(np.float32)
+        carry.first = done
+        carry.reset = next_reset
+        carry.total_steps += 1
+    carry.prev_reward, carry.prev_done = torch.from_numpy(pr), torch.from_numpy(pd)
+    carry.state = {k: torch.from_numpy(v) for k, v in st.items()}
+
+    # one batched torch pass: values and log-probabilities of every step, the bootstraps
+    obs_t, act_t = torch.from_numpy(obs_buf), torch.from_numpy(act_buf)
+    prev_r_t, prev_d_t = torch.from_numpy(prev_r_buf), torch.from_numpy(prev_d_buf)
+    reset_t = torch.from_numpy(reset_buf)
+    inp = _frozen_input(spec, frozen, dtype)
+    x_all = inp(obs_t, prev_r_t, prev_d_t)
+    chunk_states = {k: torch.from_numpy(v) for k, v in chunk_np.items()}
+    if recurrent:
+        from sumo_cli.learn.ppo import _chunk, _unchunk
+
+        L = chunk_len
+        states = {k: v.reshape(-1, v.shape[-1]) for k, v in chunk_states.items()}
+        means, values, _ = P.forward_sequence(spec, params, _chunk(x_all, L), states, _chunk(reset_t, L, False))
+        logp = _unchunk(P.log_prob(means, logstd, _chunk(act_t, L)), T, N)
+        values = _unchunk(values, T, N)
+        final_val = torch.from_numpy(final_np)
+    else:
+        means, values, _ = P.forward(spec, params, x_all, {})
+        logp = P.log_prob(means, logstd, act_t)
+        final_val = torch.zeros(T, N, dtype=dtype)
+        if final_at:
+            _, vf, _ = P.forward(spec, params, inp(torch.from_numpy(np.concatenate(final_obs)), None, None), {})
+            k = 0
+            for t, idx in final_at:
+                final_val[t, torch.from_numpy(idx)] = vf[k:k + len(idx)]
+                k += len(idx)
+    # bootstrap value of the observation after the last step (state reset applied if pending; the
+    # carry keeps its pending reset, which is idempotent)
+    pending = torch.from_numpy(carry.reset)
+    state = P.reset_state(carry.state, pending)
+    zero = torch.zeros_like(carry.prev_reward)
+    x = inp(torch.from_numpy(carry.obs), torch.where(pending, zero, carry.prev_reward),
+            torch.where(pending, zero, carry.prev_done))
+    _, last_values, _ = P.forward(spec, params, x, state)
+
+    return Rollout(
+        obs=obs_t, actions=act_t, logp=logp, values=values, rewards=torch.from_numpy(rew_buf),
+        terminated=torch.from_numpy(term_buf), truncated=torch.from_numpy(trunc_buf),
+        first=torch.from_numpy(first_buf), final_values=final_val, last_values=last_values,
+        state0={k: v[0].clone() for k, v in chunk_states.items()}, prev_rewards=prev_r_t, prev_dones=prev_d_t,
+        state_reset=reset_t, task_end=torch.from_numpy(task_end_buf), chunk_len=chunk_len,
+        chunk_states=chunk_states, norm_stats=frozen,
+    )
+
+
+def _collect_torch(env: VecEnv, spec: P.PolicySpec, params: P.Params, frozen: dict | None, T: int, carry: Carry,
+                   generator: torch.Generator | None, *, chunk_len: int, reset_on: str, end_task: bool,
+                   deterministic: bool) -> Rollout:
+    """The general path (recurrent nets, RL^2, other dtypes): one batched torch call per step."""
+    logstd = params["logstd"]
+    N = carry.num_envs
     dtype = logstd.dtype
     carry.finished_returns, carry.finished_lengths = [], []
+    inp = _frozen_input(spec, frozen, dtype)
 
     obs_buf = torch.zeros(T, N, spec.obs_dim, dtype=dtype)
     act_buf = torch.zeros(T, N, spec.act_dim, dtype=dtype)
@@ -187,7 +400,7 @@ def collect(
         if t % chunk_len == 0:
             for k, v in state.items():
                 chunk_states[k][t // chunk_len] = v
-        x = net_input(spec, frozen, obs, carry.prev_reward, carry.prev_done)
+        x = inp(obs, carry.prev_reward, carry.prev_done)
         mean, value, new_state = P.forward(spec, params, x, state)
         action = mean if deterministic else P.sample(mean, logstd, generator)
         logp = P.log_prob(mean, logstd, action)
@@ -203,7 +416,7 @@ def collect(
         # with the state the episode would have continued with.
         trunc_only = truncated & ~terminated
         if trunc_only.any():
-            xf = net_input(spec, frozen, torch.as_tensor(np.asarray(out.final_obs), dtype=dtype), reward, done_t.to(dtype))
+            xf = inp(torch.as_tensor(np.asarray(out.final_obs), dtype=dtype), reward, done_t.to(dtype))
             _, vfinal, _ = P.forward(spec, params, xf, new_state)
             final_val_buf[t] = torch.where(torch.as_tensor(trunc_only), vfinal, torch.zeros_like(vfinal))
 
@@ -211,21 +424,9 @@ def collect(
         term_buf[t], trunc_buf[t] = torch.as_tensor(terminated), torch.as_tensor(truncated)
         prev_r_buf[t], prev_d_buf[t] = carry.prev_reward, carry.prev_done
 
-        # episode bookkeeping
-        carry.ep_return += np.asarray(out.reward, dtype=np.float64)
-        carry.ep_length += 1
-        for i in np.nonzero(done)[0]:
-            carry.finished_returns.append(float(carry.ep_return[i]))
-            carry.finished_lengths.append(int(carry.ep_length[i]))
-        carry.total_episodes += int(done.sum())
-        carry.ep_return[done] = 0.0
-        carry.ep_length[done] = 0
-
+        _bookkeeping(carry, np.asarray(out.reward, dtype=np.float64), done)
         # what the next step starts from
-        task_changed = np.asarray(out.info.get("task_changed", np.zeros(N, dtype=bool)), dtype=bool)
-        next_reset = (done | task_changed) if reset_on == "episode" else task_changed.copy()
-        if end_task and t == T - 1:
-            next_reset[:] = True
+        next_reset = _next_reset(out, done, reset_on, end_task and t == T - 1)
         task_end_buf[t] = torch.as_tensor(next_reset)
         carry.obs = np.asarray(out.obs, dtype=np.float32)
         carry.state = new_state
@@ -241,13 +442,10 @@ def collect(
     state = P.reset_state(carry.state, pending)
     pr = torch.where(pending, torch.zeros_like(carry.prev_reward), carry.prev_reward)
     pd = torch.where(pending, torch.zeros_like(carry.prev_done), carry.prev_done)
-    x = net_input(spec, frozen, torch.as_tensor(carry.obs, dtype=dtype), pr, pd)
+    x = inp(torch.as_tensor(carry.obs, dtype=dtype), pr, pd)
     _, last_values, _ = P.forward(spec, params, x, state)
 
-    if update_norm and stats is not None:
-        stats.update(nz.update(stats, obs_buf.to(stats["sum"].dtype) if isinstance(stats["sum"], Tensor) else obs_buf.numpy()))
-
-    rollout = Rollout(
+    return Rollout(
         obs=obs_buf,
         actions=act_buf,
         logp=logp_buf,
@@ -267,7 +465,6 @@ def collect(
         chunk_states=chunk_states,
         norm_stats=frozen,
     )
-    return rollout, carry
 
 
 def evaluate(

@@ -283,7 +283,8 @@ class SumoVecEnv:
         for spec, cols, params, mean, std in self._groups:
             z = torch.clamp((ob[cols][:, None] - mean) / std, -nz.CLIP, nz.CLIP)
             if spec.arch == "rl2":
-                z = P.rl2_input(z, self._opp_prev_r[cols][:, None], self._opp_prev_d[cols][:, None])
+                pr, pd = torch.from_numpy(self._opp_prev_r), torch.from_numpy(self._opp_prev_d)
+                z = P.rl2_input(z, pr[cols][:, None], pd[cols][:, None])
             state = {k: v[cols] for k, v in self._opp_state.get(spec, {}).items()}
             m, _, new_state = P.forward(spec, params, z, state)
             for k, v in new_state.items():
@@ -301,8 +302,8 @@ class SumoVecEnv:
         obs_a, self._obs_b = self.sim.reset(seed=seed)
         n = self.num_envs
         self._opp_state: dict[P.PolicySpec, dict] = {}
-        self._opp_prev_r = torch.zeros(n)
-        self._opp_prev_d = torch.zeros(n)
+        self._opp_prev_r = np.zeros(n, dtype=np.float32)  # numpy: converted only for RL^2 opponents
+        self._opp_prev_d = np.zeros(n, dtype=np.float32)
         self._interaction_eps = np.zeros(n, dtype=np.int64)
         self._ep_faithful = np.zeros(n)
         self._ep_train = np.zeros(n)
@@ -325,8 +326,8 @@ class SumoVecEnv:
         np.minimum(self._ep_min, dist, out=self._ep_min)
         self._ep_sum += dist
         # the opponent's own (faithful) reward, for RL^2 opponents' inputs
-        self._opp_prev_r = torch.as_tensor(res.dense_b + res.sparse_b, dtype=torch.float32)
-        self._opp_prev_d = torch.as_tensor(res.done, dtype=torch.float32)
+        self._opp_prev_r = np.asarray(res.dense_b + res.sparse_b, dtype=np.float32)
+        self._opp_prev_d = np.asarray(res.done, dtype=np.float32)
         done = res.done
         unstable = done & (res.reason == SE.UNSTABLE)
         truncated = res.truncated | unstable

@@ -4,8 +4,9 @@ A game acts for a handful of bouts at a time (3 per round), where a torch call c
 dispatch than in arithmetic. This evaluates exactly the functions of :mod:`sumo_cli.nets.policy`
 (:func:`~sumo_cli.nets.policy.policy_mean` of the MLP, LSTM and RL^2 nets, with the observation
 normaliser applied first) on float32 arrays, with the LSTM kernel split into its input and
-recurrent halves so a step needs no concatenation. Learning never uses it: gradients, values and
-log-probabilities stay in torch.
+recurrent halves so a step needs no concatenation. Rollout collection uses it too (the policy
+mean, and with ``net="vf"`` the value net's state and value, see :mod:`sumo_cli.learn.collect`);
+gradients and the log-probabilities the learner sees stay in torch.
 """
 
 from __future__ import annotations
@@ -29,24 +30,26 @@ class NumpyActor:
     """``mean, state = actor.step(obs, state, prev_reward, prev_done)`` for a batch of bouts.
 
     ``obs`` is the raw observation ``(E, obs_dim)``; ``state`` is ``(h, c)`` of the policy LSTM
-    (``None`` for the MLP); the RL^2 extra inputs are used only by an ``rl2`` spec."""
+    (``None`` for the MLP); the RL^2 extra inputs are used only by an ``rl2`` spec. ``net="vf"``
+    evaluates the value net instead: ``step`` then returns the values ``(E, 1)`` and the value
+    LSTM's state."""
 
-    def __init__(self, spec: PolicySpec, params: dict, norm_mean, norm_std):  # noqa: ANN001
+    def __init__(self, spec: PolicySpec, params: dict, norm_mean, norm_std, net: str = "pi"):  # noqa: ANN001
         self.spec = spec
         self.mean_ = _np(norm_mean)
         self.inv_std = 1.0 / _np(norm_std)
-        p = {k: _np(v) for k, v in params.items() if k.startswith("pi/")}
+        p = {k[len(net) + 1:]: _np(v) for k, v in params.items() if k.startswith(net + "/")}
         if spec.arch == "mlp":
-            self.layers = [(p["pi/fc0/w"], p["pi/fc0/b"]), (p["pi/fc1/w"], p["pi/fc1/b"])]
+            self.layers = [(p["fc0/w"], p["fc0/b"]), (p["fc1/w"], p["fc1/b"])]
         else:
-            self.fc = (p["pi/fc/w"], p["pi/fc/b"])
-            kernel = p["pi/lstm/kernel"]
+            self.fc = (p["fc/w"], p["fc/b"])
+            kernel = p["lstm/kernel"]
             H = spec.hidden
             self.w_x, self.w_h = np.ascontiguousarray(kernel[:-H]), np.ascontiguousarray(kernel[-H:])
-            bias = p["pi/lstm/bias"].copy()
+            bias = p["lstm/bias"].copy()
             bias[2 * H:3 * H] += FORGET_BIAS  # gate order i, j, f, o
             self.bias = bias
-        self.out = (p["pi/out/w"], p["pi/out/b"])
+        self.out = (p["out/w"], p["out/b"])
 
     def initial_state(self, E: int):  # noqa: ANN201
         if self.spec.arch == "mlp":
@@ -58,11 +61,20 @@ class NumpyActor:
         x = (obs.astype(np.float32) - self.mean_) * self.inv_std
         return np.clip(x, -nz.CLIP, nz.CLIP, out=x)
 
-    def step(self, obs: np.ndarray, state, prev_reward: np.ndarray | None = None,  # noqa: ANN001
-             prev_done: np.ndarray | None = None):  # noqa: ANN201
+    def net_input(self, obs: np.ndarray, prev_reward: np.ndarray | None = None,
+                  prev_done: np.ndarray | None = None) -> np.ndarray:
+        """The normalised observation, followed for RL^2 by the previous reward and done flag."""
         x = self.normalise(obs)
         if self.spec.arch == "rl2":
             x = np.concatenate([x, prev_reward[:, None], prev_done[:, None]], axis=1).astype(np.float32)
+        return x
+
+    def step(self, obs: np.ndarray, state, prev_reward: np.ndarray | None = None,  # noqa: ANN001
+             prev_done: np.ndarray | None = None):  # noqa: ANN201
+        return self.step_input(self.net_input(obs, prev_reward, prev_done), state)
+
+    def step_input(self, x: np.ndarray, state):  # noqa: ANN001, ANN201
+        """:meth:`step` on a prepared :meth:`net_input` (two nets on one input normalise once)."""
         if self.spec.arch == "mlp":
             for w, b in self.layers:
                 x = np.tanh(x @ w + b)
