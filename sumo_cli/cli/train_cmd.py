@@ -51,6 +51,17 @@ def _interrupted(ctx: typer.Context, exc) -> None:  # noqa: ANN001 - training.Tr
     raise typer.Exit(130)
 
 
+def _finished(summary: dict, json_out: bool, last_iteration: str) -> None:
+    if json_out:
+        print_json(summary)
+        return
+    err_console.print(
+        f"run {summary['run_id']} finished: {summary['agent']}@{summary['latest_version']} after "
+        f"{summary['env_steps']:,} env steps ({summary['steps_per_second'] or '-'} steps/s this session); "
+        f"{last_iteration}", highlight=False,
+    )
+
+
 @friendly
 def train(
     ctx: typer.Context,
@@ -185,16 +196,9 @@ def train(
         _interrupted(ctx, exc)
     finally:
         executor.close()
-    if json_out:
-        print_json(summary)
-        return
     last = summary["last_iteration"]
-    err_console.print(
-        f"run {run_id} finished: {summary['agent']}@{summary['latest_version']} after "
-        f"{summary['env_steps']:,} env steps ({summary['steps_per_second'] or '-'} steps/s this session); "
-        f"last iteration win rate {fmt(last.get('win_rate'), '.0%')}, mean return {fmt(last.get('mean_return'), '.0f')}",
-        highlight=False,
-    )
+    _finished(summary, json_out, f"last iteration win rate {fmt(last.get('win_rate'), '.0%')}, "
+                                 f"mean return {fmt(last.get('mean_return'), '.0f')}")
 
 
 
@@ -258,12 +262,5 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
             summary = LT.run_training(db, run_id, workers, on_iteration)
     except TR.TrainingInterrupted as exc:
         _interrupted(ctx, exc)
-    if json_out:
-        print_json(summary)
-        return
     last = summary["last_iteration"]
-    err_console.print(
-        f"run {run_id} finished: {summary['agent']}@{summary['latest_version']} after "
-        f"{summary['env_steps']:,} env steps ({summary['steps_per_second'] or '-'} steps/s this session); "
-        f"last iteration mean episodic return {fmt(last.get('mean_return'), '.1f')}", highlight=False,
-    )
+    _finished(summary, json_out, f"last iteration mean episodic return {fmt(last.get('mean_return'), '.1f')}")
