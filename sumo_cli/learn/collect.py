@@ -212,6 +212,17 @@ def _next_reset(out, done: np.ndarray, reset_on: str, last: bool) -> np.ndarray:
     return next_reset
 
 
+def _last_values(spec: P.PolicySpec, params: P.Params, carry: Carry, inp, dtype: torch.dtype) -> Tensor:  # noqa: ANN001
+    """Bootstrap value of the observation after the last step (the state reset applied where one is
+    pending; the carry keeps its pending reset, which is idempotent)."""
+    pending = torch.as_tensor(carry.reset)
+    state = P.reset_state(carry.state, pending)
+    pr = torch.where(pending, torch.zeros_like(carry.prev_reward), carry.prev_reward)
+    pd = torch.where(pending, torch.zeros_like(carry.prev_done), carry.prev_done)
+    _, last_values, _ = P.forward(spec, params, inp(torch.as_tensor(carry.obs, dtype=dtype), pr, pd), state)
+    return last_values
+
+
 def _collect_numpy(env: VecEnv, spec: P.PolicySpec, params: P.Params, frozen: dict | None, T: int, carry: Carry,
                    generator: torch.Generator | None, *, chunk_len: int, reset_on: str, end_task: bool,
                    deterministic: bool) -> Rollout:
@@ -341,14 +352,7 @@ def _collect_numpy(env: VecEnv, spec: P.PolicySpec, params: P.Params, frozen: di
             for t, idx in final_at:
                 final_val[t, torch.from_numpy(idx)] = vf[k:k + len(idx)]
                 k += len(idx)
-    # bootstrap value of the observation after the last step (state reset applied if pending; the
-    # carry keeps its pending reset, which is idempotent)
-    pending = torch.from_numpy(carry.reset)
-    state = P.reset_state(carry.state, pending)
-    zero = torch.zeros_like(carry.prev_reward)
-    x = inp(torch.from_numpy(carry.obs), torch.where(pending, zero, carry.prev_reward),
-            torch.where(pending, zero, carry.prev_done))
-    _, last_values, _ = P.forward(spec, params, x, state)
+    last_values = _last_values(spec, params, carry, inp, dtype)
 
     return Rollout(
         obs=obs_t, actions=act_t, logp=logp, values=values, rewards=torch.from_numpy(rew_buf),
@@ -436,14 +440,7 @@ def _collect_torch(env: VecEnv, spec: P.PolicySpec, params: P.Params, frozen: di
         carry.reset = next_reset
         carry.total_steps += 1
 
-    # bootstrap value of the observation after the last step (state reset applied if pending; the
-    # carry keeps its pending reset, which is idempotent)
-    pending = torch.as_tensor(carry.reset)
-    state = P.reset_state(carry.state, pending)
-    pr = torch.where(pending, torch.zeros_like(carry.prev_reward), carry.prev_reward)
-    pd = torch.where(pending, torch.zeros_like(carry.prev_done), carry.prev_done)
-    x = inp(torch.as_tensor(carry.obs, dtype=dtype), pr, pd)
-    _, last_values, _ = P.forward(spec, params, x, state)
+    last_values = _last_values(spec, params, carry, inp, dtype)
 
     return Rollout(
         obs=obs_buf,
