@@ -24,7 +24,7 @@ from sumo_cli import __version__
 from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import apply_generation, random_pairs
-from sumo_cli.compete.tournament import run_game_job
+from sumo_cli.compete.tournament import open_run, run_game_job
 from sumo_cli.errors import UserError
 from sumo_cli.library import load_agent
 from sumo_cli.store import games as store_games
@@ -49,14 +49,9 @@ def evolution_config(members: list[Member], copies: int, generations: int, match
 class EvolutionRunner:
     def __init__(self, db: Database, run_id: int):
         self.db = db
-        with db.read() as s:
-            run = store_games.get_run(s, run_id, "evolution")
-            if run.status == "finished":
-                raise UserError(f"evolution run {run_id} is already finished; `sumo runs` lists runs")
-            self.config, self.seed = dict(run.config), run.seed
+        self.config, self.seed, self.members, loaded = open_run(
+            db, run_id, "evolution", f"evolution run {run_id} is already finished; `sumo runs` lists runs")
         self.run_id = run_id
-        self.members = [Member(**m) for m in self.config["members"]]
-        loaded = [load_agent(db, m.name) for m in self.members]
         self.data = [AgentData.from_loaded(x) for x in loaded]
         self.version_ids = [x.version_id for x in loaded]
         self.matches = self.config["matches"]

@@ -88,21 +88,29 @@ def create_tournament(db: Database, members: list[Member], config: dict, seed: i
         return store_games.create_run(s, "tournament", config, seed, config["matches"], __version__)
 
 
+def open_run(db: Database, run_id: int, kind: str, finished: str) -> tuple[dict, int, list[Member], list]:
+    """The stored configuration, seed and members of an unfinished tournament or evolution run, with
+    every member's agent loaded (each checkpoint verified first); ``finished``: the sentence for a
+    finished run."""
+    with db.read() as s:
+        run = store_games.get_run(s, run_id, kind)
+        if run.status == "finished":
+            raise UserError(finished)
+        config, seed = dict(run.config), run.seed
+    members = [Member(**m) for m in config["members"]]
+    return config, seed, members, [load_agent(db, m.name) for m in members]
+
+
 class TournamentRunner:
     """Plays (or resumes) one tournament run."""
 
     def __init__(self, db: Database, run_id: int):
         self.db = db
-        with db.read() as s:
-            run = store_games.get_run(s, run_id, "tournament")
-            if run.status == "finished":
-                raise UserError(f"tournament run {run_id} is already finished; `sumo tournament --show {run_id}` shows it")
-            self.config, self.seed = dict(run.config), run.seed
+        self.config, self.seed, self.members, loaded = open_run(
+            db, run_id, "tournament", f"tournament run {run_id} is already finished; `sumo tournament --show {run_id}` shows it")
         self.run_id = run_id
-        self.members = [Member(**m) for m in self.config["members"]]
         self.schedule: list[ScheduledGame] = random_pairs(len(self.members), self.config["matches"], self.seed)
         self.env = R.make_env(self.config["draw_probability"])
-        loaded = [load_agent(db, m.name) for m in self.members]  # verifies every checkpoint first
         self.data = [AgentData.from_loaded(x) for x in loaded]
         self.standings = [Standing(m, x.version_id) for m, x in zip(self.members, loaded)]
         self.outcomes: dict[int, str] = {}
