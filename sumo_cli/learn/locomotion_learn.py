@@ -55,7 +55,7 @@ _ENV_SEED, _POLICY_SEED, _TASK_SEED, _META_SEED = 21, 22, 23, 24
 
 
 @dataclass
-class LocoConfig:
+class LocoConfig(SP.StoredConfig):
     """Everything that determines a locomotion training run."""
 
     arch: str = "mlp"  # mlp | lstm (rl2 is always an lstm)
@@ -75,14 +75,6 @@ class LocoConfig:
     ent_coef: float = 0.0
     reward_scale: float = 1.0  # episode returns are O(100): no scaling needed
     snapshot_every: int = 1  # store a version every this many iterations (and after the last)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "LocoConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
     @property
     def policy_arch(self) -> str:

@@ -64,8 +64,21 @@ from sumo_cli.sim.bodies import body_spec
 SELF = "self"
 
 
+class StoredConfig:
+    """A run's settings as stored with it: plain JSON out, and back in (unknown keys ignored, so a
+    run stored by an older sumo still resumes)."""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict):  # noqa: ANN206
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
 @dataclass
-class TrainConfig:
+class TrainConfig(StoredConfig):
     """Everything that determines a training run (stored with the run; resume reuses it)."""
 
     body: str = "ant"
@@ -118,14 +131,6 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         self.opponents = list(self.opponents) or [SELF]
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
     def ppo(self) -> PPOConfig:
         mb = self.num_minibatches or (32 if self.policy_arch == "mlp" else 8)
