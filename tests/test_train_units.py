@@ -235,6 +235,31 @@ def test_start_conditions(radius, face):
     plain.close()
 
 
+def _heading_errors(obs):
+    yaw = 2 * np.arctan2(obs[:, 6], obs[:, 3])
+    to_b = np.arctan2(obs[:, -12] - obs[:, 1], obs[:, -13] - obs[:, 0])
+    return np.angle(np.exp(1j * (yaw - to_b)))
+
+
+def test_face_error_spreads_the_start_heading_within_its_bound():
+    n = 64
+    env = SumoVecEnv("ant", "ant", n, [], physics="fast", motionless_prob=1.0,
+                     start=StartConditions(None, True, 1.0))
+    err = _heading_errors(env.reset(seed=3))
+    assert np.all(np.abs(err) < 1.0 + 0.3), err  # the bound + the reference start's noise (as above)
+    assert err.std() > 0.4  # spread (uniform on [-1, 1] has std 0.58), not all facing
+    env.close()
+
+
+def test_face_spread_schedule_ends_at_the_reference_start():
+    cfg = SP.TrainConfig(face_opponent=True, face_spread_iterations=10)
+    assert SP.start_conditions(1, cfg) == StartConditions(None, True, 0.0)
+    assert SP.start_conditions(6, cfg).face_error == pytest.approx(np.pi / 2)
+    assert SP.start_conditions(11, cfg).is_reference
+    assert SP.start_conditions(3, SP.TrainConfig(face_opponent=True)) == StartConditions(None, True, 0.0)
+    assert SP.TrainConfig(face_spread_iterations=5).check() == ["face-spread-iterations needs --face-opponent"]
+
+
 # ---------------------------------------------------------------------------------------------
 # the learner
 

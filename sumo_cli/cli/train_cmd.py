@@ -18,7 +18,7 @@ _RUN_OPTIONS = {
     "shards": "--shards", "opponent_samples": "--opponent-samples", "episodes_per_opponent": "--episodes-per-opponent",
     "anneal": "--anneal", "control_coef": "--control-coef", "push_coef": "--push-coef", "move_coef": "--move-coef",
     "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "push_out_coef": "--push-out-coef", "anneal_start": "--anneal-start", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
-    "face_opponent": "--face-opponent", "motionless_iterations": "--motionless-iterations",
+    "face_opponent": "--face-opponent", "face_spread_iterations": "--face-spread-iterations", "motionless_iterations": "--motionless-iterations",
     "motionless_fraction": "--motionless-fraction", "lr": "--lr", "init_logstd": "--init-logstd", "epochs": "--epochs", "minibatches": "--minibatches",
     "ent_coef": "--ent-coef", "reward_scale": "--reward-scale", "snapshot_every": "--snapshot-every",
     "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
@@ -26,7 +26,7 @@ _RUN_OPTIONS = {
 # Options of sumo training that mean nothing for --env locomotion, and the reverse.
 _SUMO_ONLY = ("body", "opponents", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
               "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "anneal_start", "start_radius",
-              "start_radius_iterations", "face_opponent", "motionless_iterations", "motionless_fraction",
+              "start_radius_iterations", "face_opponent", "face_spread_iterations", "motionless_iterations", "motionless_fraction",
               "eval_every", "eval_bouts")
 _LOCOMOTION_ONLY = ("horizon", "hidden")
 # option name -> LocoConfig field
@@ -93,6 +93,7 @@ def train(
     start_radius: Optional[float] = typer.Option(None, "--start-radius", help="Curriculum: start this far from the centre (reference 1.15 m)."),
     start_radius_iterations: Optional[int] = typer.Option(None, "--start-radius-iterations", help="...moving linearly to 1.15 over this many iterations (0: stays)."),
     face_opponent: Optional[bool] = typer.Option(None, "--face-opponent/--no-face-opponent", help="Curriculum: start turned toward the opponent."),
+    face_spread_iterations: Optional[int] = typer.Option(None, "--face-spread-iterations", help="Curriculum, with --face-opponent: the start heading's error grows to 180 degrees over this many iterations, then the reference start (default 0: always facing)."),
     motionless_iterations: Optional[int] = typer.Option(None, "--motionless-iterations", help="Curriculum: the first iterations face motionless opponents only."),
     motionless_fraction: Optional[float] = typer.Option(None, "--motionless-fraction", help="Curriculum: afterwards this share of opponents is motionless."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Adam learning rate (paper: 3e-4)."),

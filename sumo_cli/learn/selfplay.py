@@ -111,6 +111,9 @@ class TrainConfig(StoredConfig):
     start_radius: float | None = None  # first iteration's start radius (None: the reference 1.15)
     start_radius_iterations: int = 0  # linear to 1.15 over this many iterations (0: stays)
     face_opponent: bool = False  # start turned toward the opponent
+    face_spread_iterations: int = 0  # with face_opponent: the heading error's bound grows linearly
+    # from 0 at iteration 1 to 180 degrees (a uniform heading, as in the reference start) over this
+    # many iterations, after which bouts start from the reference start (0: always facing exactly)
     motionless_iterations: int = 0  # the first iterations play only motionless opponents
     motionless_fraction: float = 0.0  # afterwards, this share of interactions is motionless
     # --- PPO (the paper's clip/lr/gamma/lambda/BPTT; see PPOConfig) ------------------------------
@@ -162,13 +165,15 @@ class TrainConfig(StoredConfig):
             if getattr(self, name) < low:
                 bad.append(f"{name.replace('_', '-')} must be at least {low}, got {getattr(self, name)}")
         for name in ("anneal_iterations", "start_radius_iterations", "motionless_iterations", "eval_every",
-                     "episodes_per_opponent"):
+                     "episodes_per_opponent", "face_spread_iterations"):
             if getattr(self, name) < 0:
                 bad.append(f"{name.replace('_', '-')} must not be negative, got {getattr(self, name)}")
         if not 0.0 <= self.motionless_fraction <= 1.0:
             bad.append(f"motionless-fraction must be in [0, 1], got {self.motionless_fraction}")
         if self.start_radius is not None and not 0.3 <= self.start_radius <= 1.9:
             bad.append(f"start-radius must be in [0.3, 1.9] m (the reference is {START_RADIUS}), got {self.start_radius}")
+        if self.face_spread_iterations and not self.face_opponent:
+            bad.append("face-spread-iterations needs --face-opponent")
         if self.physics not in ("faithful", "fast"):
             bad.append(f"physics must be faithful or fast, got {self.physics!r}")
         if not 0.0 <= self.anneal_start <= 1.0:
@@ -201,6 +206,20 @@ def start_radius(k: int, cfg: TrainConfig) -> float | None:
         return cfg.start_radius
     f = min(1.0, (k - 1) / cfg.start_radius_iterations)
     return cfg.start_radius + (START_RADIUS - cfg.start_radius) * f
+
+
+def start_conditions(k: int, cfg: TrainConfig) -> StartConditions:
+    """Where iteration k's bouts start: the radius curriculum, and with ``face_opponent`` a facing
+    start whose heading error grows to 180 degrees over ``face_spread_iterations``, then the
+    reference orientation."""
+    radius = start_radius(k, cfg)
+    if not cfg.face_opponent:
+        return StartConditions(radius)
+    if cfg.face_spread_iterations <= 0:
+        return StartConditions(radius, True)
+    if k > cfg.face_spread_iterations:
+        return StartConditions(radius, False)
+    return StartConditions(radius, True, math.pi * (k - 1) / cfg.face_spread_iterations)
 
 
 def motionless_prob(k: int, cfg: TrainConfig) -> float:
@@ -602,7 +621,7 @@ def plan_jobs(cfg: TrainConfig, k: int, pool: list[tuple[str, str, list[int]]], 
     rng = np.random.default_rng(derive_seed(cfg.seed, k, _OPP_SEED))
     alpha = reward_alpha(k, cfg.anneal_iterations, cfg.anneal_start)
     p_still = motionless_prob(k, cfg)
-    start = StartConditions(start_radius(k, cfg), cfg.face_opponent)
+    start = start_conditions(k, cfg)
     jobs = []
     for sh in shard_layout(cfg, bodies):
         mine = [(n, vs) for n, b, vs in pool if b == sh.opp_body]
@@ -621,6 +640,8 @@ def plan_jobs(cfg: TrainConfig, k: int, pool: list[tuple[str, str, list[int]]], 
 def iteration_metrics(ctx: IterationContext, stats: dict) -> dict:
     m = {"alpha": ctx.alpha, "motionless_prob": ctx.jobs[0].motionless_prob,
          "start_radius": ctx.jobs[0].start.radius or START_RADIUS}
+    if ctx.jobs[0].start.face_opponent:
+        m["face_error"] = ctx.jobs[0].start.face_error
     m.update(summarise(ctx.episodes))
     m.update({k: float(v) for k, v in stats.items() if isinstance(v, (int, float))})
     m["opponents"] = sorted({o.key for j in ctx.jobs for o in j.opponents})[:32]

@@ -90,10 +90,13 @@ class Shaping:
 class StartConditions:
     """Where bouts start. ``radius`` None = the reference 1.15 m from the centre;
     ``face_opponent`` turns each torso (yaw) so its x axis points at the opponent (the reference
-    keeps the identity orientation)."""
+    keeps the identity orientation), give or take a heading error drawn uniformly in
+    [-``face_error``, ``face_error``] radians per torso (at pi the heading relative to the opponent
+    is uniform, as it is in the reference start)."""
 
     radius: float | None = None
     face_opponent: bool = False
+    face_error: float = 0.0
 
     @property
     def is_reference(self) -> bool:
@@ -126,6 +129,8 @@ class CurriculumSumo(SE.BatchedSumo):
                 s = me.qpos_start
                 dx, dy = pos[opp.qpos_start] - pos[s]
                 yaw = math.atan2(dy, dx)
+                if start.face_error > 0.0:  # drawn only then: a plain facing start stays as it was
+                    yaw += self.rngs[i].uniform(-start.face_error, start.face_error)
                 turn = np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
                 q = np.empty(4)
                 mujoco.mju_mulQuat(q, turn, d.qpos[s + 3:s + 7].copy())
