@@ -7,6 +7,7 @@ the difference matters: 1 / (1 - gamma) = 200 steps of value.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -15,26 +16,26 @@ from sumo_cli.learn.rollout import Rollout
 
 def gae(rollout: Rollout, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
     """Advantages and value targets (returns), both (T, N), computed on whole trajectories before
-    any chunking for BPTT."""
-    T = rollout.num_steps
+    any chunking for BPTT. The TD errors are computed for all steps at once; only the backward
+    recursion A_t = delta_t + gamma lambda A_{t+1} (cut where an episode ended) runs step by step,
+    in NumPy (a torch call per step costs more than its arithmetic)."""
     rewards, values = rollout.rewards, rollout.values
     ended = rollout.terminated | rollout.truncated
-    adv = torch.zeros_like(rewards)
-    running = torch.zeros_like(rewards[0])
-    for t in reversed(range(T)):
-        if t == T - 1:
-            next_value = rollout.last_values
-        else:
-            next_value = values[t + 1]
-        # After an ended episode the next step's value belongs to a new episode: replace it by the
-        # bootstrap of the episode that ended (0 if terminated, V(final obs) if truncated only;
-        # termination wins where an env reports both, as Gymnasium specifies).
-        bootstrap = rollout.final_values[t] * (rollout.truncated[t] & ~rollout.terminated[t])
-        next_value = torch.where(ended[t], bootstrap, next_value)
-        delta = rewards[t] + gamma * next_value - values[t]
-        running = delta + (gamma * lam) * running * (~ended[t])  # bool last: keeps the dtype of running
+    next_values = torch.cat([values[1:], rollout.last_values[None]])
+    # After an ended episode the next step's value belongs to a new episode: replace it by the
+    # bootstrap of the episode that ended (0 if terminated, V(final obs) if truncated only;
+    # termination wins where an env reports both, as Gymnasium specifies).
+    bootstrap = rollout.final_values * (rollout.truncated & ~rollout.terminated)
+    next_values = torch.where(ended, bootstrap, next_values)
+    delta = (rewards + gamma * next_values - values).numpy()
+    carry = ((gamma * lam) * (~ended).to(rewards.dtype)).numpy()
+    adv = np.empty_like(delta)
+    running = np.zeros_like(delta[0])
+    for t in range(delta.shape[0] - 1, -1, -1):
+        running = delta[t] + carry[t] * running
         adv[t] = running
-    return adv, adv + values
+    adv_t = torch.from_numpy(adv)
+    return adv_t, adv_t + values
 
 
 def discounted_returns(rewards: Tensor, ended: Tensor, gamma: float) -> Tensor:
