@@ -108,7 +108,8 @@ def test_config_round_trip_and_checks():
     cfg = SP.TrainConfig(body="bug", strategy="rl2", start_radius=0.6, opponents=["self", "ant-lstm@3"])
     assert SP.TrainConfig.from_dict(cfg.to_dict()) == cfg
     assert cfg.policy_arch == "rl2" and cfg.interaction_episodes == 3
-    assert cfg.ppo().num_minibatches == 8 and SP.TrainConfig(arch="mlp").ppo().num_minibatches == 32
+    assert cfg.ppo().num_minibatches == 8 and SP.TrainConfig(arch="mlp").ppo().num_minibatches == 8
+    assert SP.TrainConfig(arch="mlp", num_minibatches=0).ppo().num_minibatches == 32  # runs stored before
     assert SP.TrainConfig(iterations=0).check()[0].startswith("iterations must be at least 1")
     assert "motionless-fraction" in SP.TrainConfig(motionless_fraction=2).check()[0]
 

@@ -10,7 +10,7 @@ Three figures, all env steps per second measured by wall clock in the same proce
 - ``raw``: :func:`~sumo_cli.sim.sumo_env.raw_physics_steps_per_second` of the same model (our
   trainer's bouts on as many native threads as it has workers; no Python between steps);
 - ``ours``: :func:`sumo_cli.learn.selfplay.train` with its default settings (MLP policy, 8 bout
-  slots x 512 steps per iteration in 2 shards, 10 epochs of 32 minibatches) on ``workers`` processes,
+  slots x 512 steps per iteration in 2 shards, 10 epochs of 8 minibatches) on ``workers`` processes,
   every opponent motionless (or the given one), rollouts *and* PPO updates included; the process
   pool is started and its simulators built before the clock starts (SB3's worker processes and
   environments are likewise built before its clock);

@@ -99,7 +99,7 @@ def train(
     lr: Optional[float] = typer.Option(None, "--lr", help="Adam learning rate (paper: 3e-4)."),
     init_logstd: Optional[float] = typer.Option(None, "--init-logstd", help="Initial log std of the actions (default 0: std 1)."),
     epochs: Optional[int] = typer.Option(None, "--epochs", help="PPO epochs per iteration (default 10)."),
-    minibatches: Optional[int] = typer.Option(None, "--minibatches", help="Minibatches per epoch (default: 32 mlp, 8 lstm)."),
+    minibatches: Optional[int] = typer.Option(None, "--minibatches", help="Minibatches per epoch (default 8)."),
     ent_coef: Optional[float] = typer.Option(None, "--ent-coef", help="Entropy bonus (default 0)."),
     reward_scale: Optional[float] = typer.Option(None, "--reward-scale", help="Reward factor inside the learner (default 0.01)."),
     snapshot_every: Optional[int] = typer.Option(None, "--snapshot-every", help="Store a version every this many iterations (default 1, as the paper)."),
