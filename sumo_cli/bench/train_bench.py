@@ -6,9 +6,11 @@
 Reports env steps per second (every bout counted) of:
 
 - ``raw_physics``: :func:`sumo_cli.sim.sumo_env.raw_physics_steps_per_second` -- mujoco.rollout of
-  the same scene, one native thread per shard's worth of bouts, no Python between steps (the limit);
+  the same scene, all ``envs`` bouts on as many native threads as there are workers running shards,
+  no Python between steps (the limit the training figures are compared with);
 - ``batched_env``: :class:`BatchedSumo` stepped with random actions (physics + observations,
-  rewards and rules), one shard's bouts, one thread;
+  rewards and rules), one shard's bouts, one thread, against ``raw_one_shard`` (mujoco.rollout of
+  the same bouts on one thread);
 - per architecture: ``rollout`` (collection only: env + learner and opponent policy calls) and
   ``iteration`` (collection + PPO update + bookkeeping: what ``sumo train`` reaches; snapshots kept
   in memory, so the database's share is not counted) -- the iterations after the first (warm-up).
@@ -37,8 +39,9 @@ def measure(body: str = "ant", physics: str = "faithful", envs: int = 8, steps: 
     torch.set_num_threads(1)
     per_shard = envs // shards
     env = BatchedSumo(body, body, per_shard, physics=physics, n_threads=1)
-    raw = raw_physics_steps_per_second(env.model, per_shard, 1, n_steps=200)
+    raw_one = raw_physics_steps_per_second(env.model, per_shard, 1, n_steps=200)
     batched = batched_steps_per_second(env, n_steps=200)
+    raw = raw_physics_steps_per_second(env.model, envs, max(1, min(workers, shards)), n_steps=200)
     env.close()
     out = {
         "machine": {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
@@ -46,8 +49,8 @@ def measure(body: str = "ant", physics: str = "faithful", envs: int = 8, steps: 
                     "load_average": [round(x, 2) for x in os.getloadavg()]},
         "setup": {"body": body, "physics": physics, "envs": envs, "steps": steps, "shards": shards,
                   "workers": workers, "iterations_timed": iterations - 1},
-        "raw_physics": round(raw, 1), "batched_env": round(batched, 1),
-        "batched_env_over_raw": round(batched / raw, 3), "archs": {},
+        "raw_physics": round(raw, 1), "raw_one_shard": round(raw_one, 1), "batched_env": round(batched, 1),
+        "batched_env_over_raw": round(batched / raw_one, 3), "archs": {},
     }
     executor = make_executor(workers)
     try:
