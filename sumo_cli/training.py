@@ -39,7 +39,7 @@ from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Iteration, Run
 
-RUN_KIND = "train"
+RUN_KIND = store_runs.TRAIN_KIND
 
 
 class TrainingInterrupted(Exception):

@@ -19,6 +19,7 @@ from sumo_cli.cli import (
     matches_cmd,
     play_cmd,
     render_cmd,
+    runs_cmd,
     tournament_cmd,
     train_cmd,
     zoo_cmd,
@@ -35,7 +36,7 @@ app.add_typer(agents_cmd.app, name="agents")
 app.add_typer(zoo_cmd.app, name="zoo")
 app.command("play")(play_cmd.play)
 app.add_typer(matches_cmd.matches_app, name="matches")
-app.command("runs")(matches_cmd.runs)
+app.add_typer(runs_cmd.app, name="runs")
 app.command("tournament")(tournament_cmd.tournament)
 app.command("train")(train_cmd.train)
 app.command("evolve")(evolve_cmd.evolve)

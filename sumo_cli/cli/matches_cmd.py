@@ -1,4 +1,4 @@
-"""`sumo matches` and `sumo runs`: what the database holds."""
+"""`sumo matches`: the stored games (`sumo runs` is in runs_cmd)."""
 
 from __future__ import annotations
 
@@ -70,31 +70,3 @@ def show(
         eps = " ".join(f"{sym[e['outcome']]}:{e['reason']}:{e['length']}" for e in r["episodes"])
         err_console.print(f"  round {r['index'] + 1:3d} ({r['version_a']} vs {r['version_b']}): {r['outcome']:4s} {eps}")
     err_console.print(f"A win rate {sm['win_rate_a']['rate']:.1%}, B {sm['win_rate_b']['rate']:.1%}")
-
-
-@friendly
-def runs(
-    ctx: typer.Context,
-    limit: int = typer.Option(30, "--limit", help="How many of the newest runs."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
-) -> None:
-    """List training, tournament and evolution runs with their status and progress."""
-    from rich.table import Table
-
-    from sumo_cli.store.games import list_runs
-
-    db = open_db(ctx)
-    with db.read() as s:
-        rows = list_runs(s, limit)
-    if json_out:
-        print_json(rows)
-        return
-    if not rows:
-        err_console.print("no runs yet")
-        return
-    table = Table(title="runs (newest first)")
-    for col in ("id", "kind", "status", "progress", "seed", "updated"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(str(r["id"]), r["kind"], r["status"], f"{r['done']}/{r['total']}", str(r["seed"]), r["updated_at"] or "-")
-    err_console.print(table)

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sumo_cli.errors import UserError
-from sumo_cli.store.models import Episode, Match, Rating, Round, Run, Version
+from sumo_cli.store.models import Episode, Iteration, Match, Rating, Round, Run, Version
 
 
 def record_game(
@@ -173,3 +173,36 @@ def add_rating(session: Session, run_id: int, after_index: int, match_id: int, v
 
 def count_matches(session: Session) -> int:
     return int(session.scalar(select(func.count(Match.id))) or 0)
+
+
+# Runs are of these kinds; only training runs have per-iteration rows (``sumo_cli.training.RUN_KIND``).
+TRAIN_KIND = "train"
+
+
+def run_detail(session: Session, run_id: int) -> dict:
+    """One run as plain data for `sumo runs show`: ``{"run": {...}}``, plus ``"iterations"`` (every
+    stored iteration in order: iteration, env steps, wall seconds and the metrics dict) when it is a
+    training run. An unknown id is a UserError naming `sumo runs`."""
+    run = get_run(session, run_id)
+    config = dict(run.config or {})
+
+    def iso(t: datetime | None) -> str | None:
+        return t.isoformat() if t is not None else None
+
+    doc: dict = {
+        "run": {
+            "id": run.id, "kind": run.kind, "status": run.status, "done": run.progress_done,
+            "total": run.progress_total, "seed": run.seed, "code_version": run.code_version,
+            "env": str(config.get("env", "sumo")) if run.kind == TRAIN_KIND else None,
+            "config": config, "created_at": iso(run.created_at), "updated_at": iso(run.updated_at),
+            "finished_at": iso(run.finished_at),
+        }
+    }
+    if run.kind == TRAIN_KIND:
+        rows = session.scalars(select(Iteration).where(Iteration.run_id == run.id).order_by(Iteration.iteration))
+        doc["iterations"] = [
+            {"iteration": it.iteration, "env_steps": it.env_steps, "wall_seconds": it.wall_seconds,
+             "metrics": dict(it.metrics or {})}
+            for it in rows
+        ]
+    return doc

@@ -1,0 +1,217 @@
+"""`sumo runs`: list training, tournament and evolution runs; `sumo runs show RUN`: one run, with a
+training run's per-iteration metrics as a table, JSON or a figure."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import typer
+
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+
+app = typer.Typer(help="List runs, or show one with its per-iteration training metrics.", invoke_without_command=True)
+
+# `sumo runs show` prints at most about this many iteration rows unless --every says otherwise.
+MAX_ROWS = 25
+
+
+@app.callback()
+@friendly
+def list_runs(
+    ctx: typer.Context,
+    limit: int = typer.Option(30, "--limit", help="How many of the newest runs."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+) -> None:
+    """List training, tournament and evolution runs with their status and progress."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from rich.table import Table
+
+    from sumo_cli.store.games import list_runs as query
+
+    db = open_db(ctx)
+    with db.read() as s:
+        rows = query(s, limit)
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        err_console.print("no runs yet")
+        return
+    table = Table(title="runs (newest first)")
+    for col in ("id", "kind", "status", "progress", "seed", "updated"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(str(r["id"]), r["kind"], r["status"], f"{r['done']}/{r['total']}", str(r["seed"]), r["updated_at"] or "-")
+    err_console.print(table)
+
+
+@app.command()
+@friendly
+def show(
+    ctx: typer.Context,
+    run_id: int = typer.Argument(..., help="Run id from `sumo runs`."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Write a training run's curves (outcome rates, return, closest distance, alpha against env steps) to this PNG."),
+    every: Optional[int] = typer.Option(None, "--every", help=f"Print every N-th iteration (and the last); default: at most about {MAX_ROWS} rows."),
+    json_out: bool = typer.Option(False, "--json", help="Print the run and every iteration's metrics as JSON on stdout."),
+) -> None:
+    """Show one run, and a training run's per-iteration metrics.
+
+    Prints the run's kind, status, progress, seed and settings; for a training run also a table of
+    its iterations (outcome rates of the training bouts, mean faithful return, mean closest
+    distance, alpha, steps/s), or with --plot a figure of them against env steps."""
+    from sumo_cli.errors import UserError
+    from sumo_cli.store.games import TRAIN_KIND, run_detail
+
+    if every is not None and every < 1:
+        raise UserError(f"--every must be at least 1, got {every}")
+    if plot is not None and not plot.lower().endswith(".png"):
+        raise UserError(f"--plot writes a PNG file; give a name ending in .png, not {plot!r}")
+
+    db = open_db(ctx)
+    with db.read() as s:
+        doc = run_detail(s, run_id)
+    run = doc["run"]
+    iterations = doc.get("iterations")
+    if plot is not None:
+        if run["kind"] != TRAIN_KIND:
+            raise UserError(f"run {run_id} is a {run['kind']} run; --plot draws the metrics of training runs only")
+        if not iterations:
+            raise UserError(f"training run {run_id} has no iterations stored yet; there is nothing to plot")
+        from sumo_cli.report.training_plot import training_curves
+
+        doc["plot"] = str(training_curves(run, iterations, plot))
+
+    if json_out:
+        print_json(doc)
+        return
+    _print_header(run)
+    if iterations is not None:
+        _print_iterations(run, iterations, every)
+    if plot is not None:
+        err_console.print(f"figure written to {doc['plot']}", highlight=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# human output
+
+
+def _print_header(run: dict) -> None:
+    what = f"training run ({run['env']})" if run["kind"] == "train" else f"{run['kind']} run"
+    unit = {"train": "iterations", "tournament": "games", "evolution": "games"}.get(run["kind"], "done")
+    err_console.print(
+        f"[bold]#{run['id']}[/] {what}: {run['status']}, {run['done']}/{run['total']} {unit}, seed {run['seed']}",
+        highlight=False,
+    )
+    for line in _config_lines(run):
+        err_console.print(f"  {line}", highlight=False, soft_wrap=True)
+    stamps = [f"{k} {run[k + '_at']}" for k in ("created", "updated", "finished") if run.get(k + "_at")]
+    err_console.print(f"  sumo {run['code_version']}; " + ", ".join(stamps), highlight=False, soft_wrap=True)
+
+
+def _names(members: list, most: int = 6) -> str:
+    names = [m.get("name", "?") if isinstance(m, dict) else str(m) for m in members]
+    shown = ", ".join(names[:most])
+    return f"{len(names)}: {shown}" + (f", ... ({len(names) - most} more)" if len(names) > most else "")
+
+
+def _game(game: dict) -> str:
+    return f"games of {game.get('rounds')} rounds x {game.get('episodes')} bouts, {game.get('physics')} physics"
+
+
+def _config_lines(run: dict) -> list[str]:
+    """A few readable lines of a run's stored settings (`--json` has all of them)."""
+    cfg = run.get("config") or {}
+    kind = run["kind"]
+    try:
+        if kind == "train" and run.get("env") == "locomotion":
+            lc = cfg.get("locomotion", {})
+            return [
+                f"agent {cfg.get('agent')}: arch {lc.get('arch')}, strategy {lc.get('strategy')}, hidden {lc.get('hidden')}",
+                (f"{lc.get('iterations')} iterations, {lc.get('n_envs')} envs, horizon {lc.get('horizon')}, "
+                 f"{lc.get('physics')} physics, lr {lc.get('lr') or 'default'}"),
+            ]
+        if kind == "train":
+            tc = cfg.get("train", {})
+            opponents = ", ".join(tc.get("opponents") or []) or "-"
+            return [
+                (f"agent {cfg.get('agent')}: body {tc.get('body')}, arch {tc.get('arch')}, "
+                 f"strategy {tc.get('strategy')}; opponents {opponents}"),
+                (f"{tc.get('iterations')} iterations of {tc.get('n_envs')} envs x {tc.get('num_steps')} steps, "
+                 f"{tc.get('physics')} physics, alpha annealed over {tc.get('anneal_iterations')} iterations, "
+                 f"lr {tc.get('lr')}"),
+            ]
+        if kind == "tournament":
+            return [f"agents {_names(cfg.get('members', []))}",
+                    f"{cfg.get('matches')} games; {_game(cfg.get('game', {}))}"]
+        if kind == "evolution":
+            return [f"agents {_names(cfg.get('members', []))}",
+                    (f"{cfg.get('copies')} copies each, {cfg.get('generations')} generations of "
+                     f"{cfg.get('matches')} games; {_game(cfg.get('game', {}))}")]
+    except (AttributeError, TypeError):  # a config of an unexpected shape: fall back to its plain values
+        pass
+    plain = [f"{k} {v}" for k, v in cfg.items() if isinstance(v, (str, int, float, bool)) or v is None]
+    if "agents" in cfg and isinstance(cfg["agents"], list):
+        plain.insert(0, f"agents {_names(cfg['agents'])}")
+    return [", ".join(plain)] if plain else []
+
+
+def _fmt(v: object, spec: str) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    return format(v, spec)
+
+
+# (header, metric key, format) of the iteration table; columns whose key no iteration has are left out
+_SUMO_COLUMNS = [
+    ("alpha", "alpha", ".2f"), ("win", "win_rate", ".0%"), ("draw", "draw_rate", ".0%"),
+    ("loss", "loss_rate", ".0%"), ("return", "mean_return", ".1f"),
+    ("closest", "mean_min_dist", ".2f"), ("steps/s", "steps_per_second", ".0f"),
+]
+_LOCO_COLUMNS = [
+    ("episodes", "episodes", ".0f"), ("return", "mean_return", ".1f"), ("pre", "pre_return", ".1f"),
+    ("post", "post_episode_return", ".1f"), ("ep1", "return_ep1", ".1f"), ("ep7", "return_ep7", ".1f"),
+    ("steps/s", "steps_per_second", ".0f"),
+]
+# What the terser column headers mean, printed under the table for the columns shown.
+_EXPLAIN = {
+    "alpha": "alpha: dense-reward weight", "win": "win/draw/loss: the training bouts",
+    "return": "return: mean faithful return",
+    "closest": "closest: mean closest torso distance", "pre": "pre/post: meta return before/after adapting",
+    "ep1": "ep1/ep7: return of the first/last episode of the sequence",
+}
+
+
+def pick_rows(iterations: list[dict], every: int | None) -> tuple[list[dict], int]:
+    """Every ``every``-th iteration (by iteration number) and always the last; ``every`` defaults
+    to the smallest step that prints at most about MAX_ROWS rows."""
+    if every is None:
+        every = max(1, math.ceil(len(iterations) / MAX_ROWS))
+    rows = [it for it in iterations[:-1] if it["iteration"] % every == 0] + iterations[-1:]
+    return rows, every
+
+
+def _print_iterations(run: dict, iterations: list[dict], every: int | None) -> None:
+    from rich.table import Table
+
+    if not iterations:
+        err_console.print("no iterations stored yet")
+        return
+    rows, every = pick_rows(iterations, every)
+    loco = run.get("env") == "locomotion"
+    columns = _LOCO_COLUMNS if loco else _SUMO_COLUMNS
+    explain = {**_EXPLAIN, "return": "return: mean episode return"} if loco else _EXPLAIN
+    present = {k for it in iterations for k in it["metrics"]}
+    columns = [c for c in columns if c[1] in present]
+    step = "" if every == 1 else f", showing one in {every} and the last"
+    caption = "; ".join(explain[h] for h, _, _ in columns if h in explain) or None
+    table = Table(title=f"{len(iterations)} iterations{step}", caption=caption)
+    table.add_column("iter", justify="right")
+    table.add_column("env steps", justify="right")
+    for header, _, _ in columns:
+        table.add_column(header, justify="right")
+    for it in rows:
+        m = it["metrics"]
+        table.add_row(str(it["iteration"]), f"{it['env_steps']:,}", *(_fmt(m.get(k), spec) for _, k, spec in columns))
+    err_console.print(table)
