@@ -250,3 +250,43 @@ def test_stack_params_rejects_mismatched_keys():
     del b["logstd"]
     with pytest.raises(ValueError):
         P.stack_params([a, b])
+
+
+@pytest.mark.parametrize("arch", ["lstm", "rl2"])
+def test_single_agent_sequence_fast_path_equals_stepping_forward_with_gradients(arch):
+    """forward_sequence of one agent's recurrent nets (its fused path) against forward() step by
+    step: outputs, final state and the gradients of a loss on both, over a two-dim batch with resets."""
+    spec = _spec(arch, hidden=8)
+    T, batch = 6, (2, 3)
+    g = _gen(5)
+    obs = torch.randn(T, *batch, spec.input_dim, generator=g, dtype=torch.float64)
+    dones = torch.rand(T, *batch, generator=g) < 0.3
+    state0 = {k: torch.randn(v.shape, generator=g, dtype=torch.float64)
+              for k, v in P.initial_state(spec, batch, torch.float64).items()}
+
+    def run(fused: bool):
+        params = {k: v.clone().requires_grad_(True) for k, v in _randomised(spec, 8, torch.float64).items()}
+        if fused:
+            means, values, state = P.forward_sequence(spec, params, obs, state0, dones)
+        else:
+            state, ms, vs = state0, [], []
+            for t in range(T):
+                m, v, state = P.forward(spec, params, obs[t], state, dones[t])
+                ms.append(m)
+                vs.append(v)
+            means, values = torch.stack(ms), torch.stack(vs)
+        loss = (means ** 2).sum() + (values * torch.arange(T, dtype=torch.float64)[:, None, None]).sum() + state["pi/c"].sum()
+        grads = torch.autograd.grad(loss, list(params.values()), allow_unused=True)
+        return means, values, state, dict(zip(params, grads))
+
+    m1, v1, s1, g1 = run(True)
+    m0, v0, s0, g0 = run(False)
+    torch.testing.assert_close(m1, m0)
+    torch.testing.assert_close(v1, v0)
+    for k in s0:
+        torch.testing.assert_close(s1[k], s0[k])
+    for k in g0:
+        if g0[k] is None:
+            assert g1[k] is None or not g1[k].any(), k
+        else:
+            torch.testing.assert_close(g1[k], g0[k])

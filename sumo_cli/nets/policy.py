@@ -346,6 +346,8 @@ def forward_sequence(
         x = torch.movedim(obs_z_seq, 0, agent)
         mean, value, _ = forward(spec, params, x, state0)
         return torch.movedim(mean, agent, 0), torch.movedim(value, agent, 0), state0
+    if params["logstd"].dim() == 1:
+        return _recurrent_sequence(spec, params, obs_z_seq, state0, dones)
     means, values = [], []
     state = state0
     for t in range(T):
@@ -353,6 +355,41 @@ def forward_sequence(
         means.append(mean)
         values.append(value)
     return torch.stack(means), torch.stack(values), state
+
+
+def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
+                        dones: Tensor | None) -> tuple[Tensor, Tensor, State]:
+    """:func:`forward_sequence` of one agent's LSTM nets, the same function step by step, in fewer
+    and larger operations (the PPO update's backward pass costs per operation on these small nets):
+    the embeddings and the input half of the gates for all T steps at once, the policy and value
+    cells stepped together as one batch of two, the output layers after the loop."""
+    T, batch, H = x.shape[0], x.shape[1:-1], spec.hidden
+    flat = x.reshape(-1, x.shape[-1])
+    gates_x, kernels_h = [], []
+    for net in ("pi", "vf"):
+        e = torch.relu(torch.addmm(params[f"{net}/fc/b"], flat, params[f"{net}/fc/w"]))
+        kernel = params[f"{net}/lstm/kernel"]
+        gates_x.append(torch.addmm(params[f"{net}/lstm/bias"], e, kernel[:H]).reshape(T, -1, 4 * H))
+        kernels_h.append(kernel[H:])
+    gx = torch.stack(gates_x, dim=1)  # (T, 2, B, 4H)
+    kh = torch.stack(kernels_h)  # (2, H, 4H)
+    h = torch.stack([state0["pi/h"], state0["vf/h"]]).reshape(2, -1, H)
+    c = torch.stack([state0["pi/c"], state0["vf/c"]]).reshape(2, -1, H)
+    keep = None if dones is None else (~dones.to(torch.bool)).reshape(T, 1, -1, 1).to(x.dtype)
+    hs = []
+    for t in range(T):
+        if keep is not None:
+            h, c = h * keep[t], c * keep[t]
+        i, j, f, o = torch.chunk(torch.baddbmm(gx[t], h, kh), 4, dim=-1)
+        c = c * torch.sigmoid(f + FORGET_BIAS) + torch.sigmoid(i) * torch.tanh(j)
+        h = torch.tanh(c) * torch.sigmoid(o)
+        hs.append(h)
+    out = torch.stack(hs, dim=1)  # (2, T, B, H)
+    mean = torch.addmm(params["pi/out/b"], out[0].reshape(-1, H), params["pi/out/w"]).reshape(T, *batch, -1)
+    value = torch.addmm(params["vf/out/b"], out[1].reshape(-1, H), params["vf/out/w"]).reshape(T, *batch)
+    state = {"pi/h": h[0].reshape(*batch, H), "pi/c": c[0].reshape(*batch, H),
+             "vf/h": h[1].reshape(*batch, H), "vf/c": c[1].reshape(*batch, H)}
+    return mean, value, state
 
 
 # ----------------------------------------------------------------------------------------------
