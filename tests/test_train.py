@@ -229,14 +229,16 @@ def test_killed_and_interrupted_processes_resume_exactly(cli, tmp_path):
     for k in a:
         assert torch.equal(a[k], b[k]), k
 
-    proc = _start(tmp_path, *args, "--name", "ctrl-c")
+    # many iterations: a short run could finish before the signal lands on a loaded machine
+    long_args = [("200" if a == "5" else a) for a in args]
+    proc = _start(tmp_path, *long_args, "--name", "ctrl-c")
     _wait_for(tmp_path, 3, 1, proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Resume with: sumo --db" in err and "train --resume 3" in err and "Traceback" not in err
     status, done = _run_row(tmp_path, 3)
-    assert status == "interrupted" and done >= 1
+    assert status == "interrupted" and 1 <= done < 200
 
 
 @pytest.mark.slow
