@@ -123,7 +123,7 @@ class TrainConfig(StoredConfig):
     epochs: int = 10
     num_minibatches: int = 8  # minibatches of 512 steps (MLP) or ~51 BPTT windows (recurrent). The
     # paper's minibatches were large (8,000); CleanRL's 32 of 128 steps cost the MLP twice the update
-    # time for no measured gain (README, Performance). 0 = the choice of runs stored before this
+    # time for no measured gain (README: Performance, Results). 0 = the choice of runs stored before this
     # default: 32 for the MLP, 8 for the recurrent nets (so that they resume unchanged)
     ent_coef: float = 0.0
     reward_scale: float = 0.01  # returns reach +-2000: scaled so the value loss does not swamp the
