@@ -188,6 +188,14 @@ def _run_row(tmp_path: Path, run_id: int):
     return out
 
 
+def _ctrl_c_as_on_a_terminal() -> None:
+    """In the child: Ctrl-C's default disposition. A suite started as a background job (``cmd &``
+    in a script) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(tmp_path: Path, *args: str):
     import os
     import subprocess
@@ -196,7 +204,8 @@ def _start(tmp_path: Path, *args: str):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("SUMO_DB", None)
     return subprocess.Popen([sys.executable, "-m", "sumo_cli", "--db", str(tmp_path / "db" / "sumo.sqlite"), *args],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ctrl_c_as_on_a_terminal)
 
 
 def _wait_for(tmp_path: Path, run_id: int, k: int, proc, timeout: float = 120.0) -> None:
