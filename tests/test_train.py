@@ -238,7 +238,7 @@ def test_killed_and_interrupted_processes_resume_exactly(cli, tmp_path):
     for k in a:
         assert torch.equal(a[k], b[k]), k
 
-    # many iterations: a short run could finish before the signal lands on a loaded machine
+    # many iterations: were the signal lost, a short run would just finish and hide it
     long_args = [("200" if a == "5" else a) for a in args]
     proc = _start(tmp_path, *long_args, "--name", "ctrl-c")
     _wait_for(tmp_path, 3, 1, proc)
