@@ -164,17 +164,14 @@ def evaluate_agents(db: Database, agents: list[tuple[object, str]], repeats: int
     """Each (agent, strategy) of :func:`load_locomotion_agents` on the 3 held-out pairs: 7 episodes, full reset, ``repeats``
     times (same seed for every agent, so their episode-1 conditions match); stored as one run of
     kind ``locomotion-eval`` whose state holds every per-episode return. Returns that document."""
-    import torch
-
     from sumo_cli.compete.locomotion_eval import evaluate_checkpoint
+    from sumo_cli.runtime.threads import torch_threads
 
     if repeats < 1:
         raise UserError(f"--repeats must be at least 1, got {repeats}")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     results = []
     t0 = time.perf_counter()
-    try:
+    with torch_threads(1):
         for a, strategy in agents:
             for pair in TEST_PAIRS:
                 t1 = time.perf_counter()
@@ -188,8 +185,6 @@ def evaluate_agents(db: Database, agents: list[tuple[object, str]], repeats: int
                 results.append(row)
                 if on_result is not None:
                     on_result(row)
-    finally:
-        torch.set_num_threads(threads)
     config = {"agents": [f"{a.display}:{strategy}" for a, strategy in agents], "repeats": repeats, "pairs": list(TEST_PAIRS),
               "episodes": 7}
     with db.write() as s:

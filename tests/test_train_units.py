@@ -323,3 +323,14 @@ def test_anneal_start_scales_the_schedule():
     assert SP.reward_alpha(51, 100, 0.8) == pytest.approx(0.4)
     assert SP.reward_alpha(101, 100, 0.8) == 0.0
     assert SP.TrainConfig(anneal_start=1.5).check() == ["anneal-start must be in [0, 1], got 1.5"]
+
+
+def test_torch_threads_gives_the_count_back_even_after_an_error():
+    from sumo_cli.runtime.threads import torch_threads
+
+    before = torch.get_num_threads()
+    with pytest.raises(KeyboardInterrupt):
+        with torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise KeyboardInterrupt
+    assert torch.get_num_threads() == before

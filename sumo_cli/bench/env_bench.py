@@ -169,6 +169,7 @@ def measure(settings: BenchSettings | None = None, progress: Callable[[str], Non
     import mujoco
     import torch
 
+    from sumo_cli.runtime.threads import torch_threads
     from sumo_cli.sim.sumo_env import default_threads
 
     s = settings or BenchSettings()
@@ -178,11 +179,9 @@ def measure(settings: BenchSettings | None = None, progress: Callable[[str], Non
             raise ValueError(f"batch sizes must be at least 1, got {n}")
     threads = s.threads or default_threads(1 << 30)
     say = progress or (lambda msg: None)
-    torch_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     t_start = time.perf_counter()
     results = []
-    try:
+    with torch_threads(1):
         for body_a, body_b in pairs:
             pairing = f"{body_a}-{body_b}"
             say(f"{pairing}: naive play (one bout at a time)")
@@ -207,8 +206,6 @@ def measure(settings: BenchSettings | None = None, progress: Callable[[str], Non
                     "fast_over_faithful": _r(fast_env / env_rate),
                     "fast_env_over_raw": _r(fast_env / fast_raw),
                 })
-    finally:
-        torch.set_num_threads(torch_threads)
 
     def summary(key: str) -> dict:
         big = [r[key] for r in results if r["batch"] >= 16]

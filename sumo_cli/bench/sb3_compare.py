@@ -162,8 +162,6 @@ def measure_ours(steps: int, body: str = "ant", physics: str = "faithful", worke
                  opponent=None, **cfg_overrides) -> dict:
     """Our trainer (defaults, MLP) for ``steps`` env steps against a fixed opponent; wall clock of
     :func:`~sumo_cli.learn.selfplay.train`, updates included."""
-    import torch
-
     from sumo_cli.learn import selfplay as SP
     from sumo_cli.runtime.executor import make_executor
 
@@ -180,7 +178,6 @@ def measure_ours(steps: int, body: str = "ant", physics: str = "faithful", worke
     problems = cfg.check()
     if problems:
         raise ValueError("; ".join(problems))
-    torch_threads = torch.get_num_threads()
     learner = SP.PPOLearner(SP.policy_spec(cfg), cfg)
     store = SP.MemoryStore(body, others)
     store.start(learner)
@@ -193,7 +190,6 @@ def measure_ours(steps: int, body: str = "ant", physics: str = "faithful", worke
         wall = time.perf_counter() - t0
     finally:
         executor.close()
-        torch.set_num_threads(torch_threads)
     done = cfg.steps_per_iteration * len(hist)
     roll = sum(p.metrics["rollout_seconds"] for p in hist)
     upd = sum(p.metrics["update_seconds"] for p in hist)

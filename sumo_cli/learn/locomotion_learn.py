@@ -47,6 +47,7 @@ from sumo_cli.learn import selfplay as SP
 from sumo_cli.learn.rollout import Rollout
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
+from sumo_cli.runtime.threads import torch_threads
 from sumo_cli.sim import locomotion as L
 
 ARCHS = ("mlp", "lstm")
@@ -281,25 +282,23 @@ def train(cfg: LocoConfig, learner, save_iteration: Callable[[int, object, dict,
           on_iteration: Callable[[SP.Progress], None] | None = None) -> list[SP.Progress]:
     """Iterations ``start + 1 .. cfg.iterations``: update, hand the iteration to ``save_iteration``,
     report. An interruption between iterations loses nothing; during one, that iteration only."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny networks: intra-op threads only contend with the physics
     out = []
     try:
-        for k in range(start + 1, cfg.iterations + 1):
-            t0 = time.perf_counter()
-            metrics = learner.iterate_k(k)
-            wall = time.perf_counter() - t0
-            metrics["wall_seconds"] = wall
-            metrics["steps_per_second"] = cfg.steps_per_iteration / wall
-            metrics = {key: (None if isinstance(v, float) and not math.isfinite(v) else v) for key, v in metrics.items()}
-            snapshot = k % cfg.snapshot_every == 0 or k == cfg.iterations
-            save_iteration(k, learner, metrics, snapshot)
-            prog = SP.Progress(k, cfg.iterations, k * cfg.steps_per_iteration, wall,
-                               cfg.steps_per_iteration / wall, metrics)
-            out.append(prog)
-            if on_iteration is not None:
-                on_iteration(prog)
+        with torch_threads(1):
+            for k in range(start + 1, cfg.iterations + 1):
+                t0 = time.perf_counter()
+                metrics = learner.iterate_k(k)
+                wall = time.perf_counter() - t0
+                metrics["wall_seconds"] = wall
+                metrics["steps_per_second"] = cfg.steps_per_iteration / wall
+                metrics = {key: (None if isinstance(v, float) and not math.isfinite(v) else v) for key, v in metrics.items()}
+                snapshot = k % cfg.snapshot_every == 0 or k == cfg.iterations
+                save_iteration(k, learner, metrics, snapshot)
+                prog = SP.Progress(k, cfg.iterations, k * cfg.steps_per_iteration, wall,
+                                   cfg.steps_per_iteration / wall, metrics)
+                out.append(prog)
+                if on_iteration is not None:
+                    on_iteration(prog)
     finally:
-        torch.set_num_threads(threads)
         learner.close()
     return out

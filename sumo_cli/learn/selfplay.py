@@ -58,6 +58,7 @@ from sumo_cli.learn.sumo_vec import (
 )
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
+from sumo_cli.runtime.threads import torch_threads
 from sumo_cli.sim.arena import START_RADIUS
 from sumo_cli.sim.bodies import body_spec
 
@@ -671,10 +672,8 @@ def train(
     """Iterations ``start + 1 .. cfg.iterations``: plan (opponents, seeds, schedules), let the
     learner collect and update, evaluate if due, hand the iteration to ``store``, report. An
     interruption between iterations loses nothing; during one, that iteration only."""
-    torch_threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny networks: intra-op threads only contend with the physics
     out = []
-    try:
+    with torch_threads(1):
         for k in range(start + 1, cfg.iterations + 1):
             t0 = time.perf_counter()
             pool = store.pool()
@@ -695,6 +694,4 @@ def train(
             out.append(prog)
             if on_iteration is not None:
                 on_iteration(prog)
-    finally:
-        torch.set_num_threads(torch_threads)
     return out
