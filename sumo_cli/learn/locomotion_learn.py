@@ -34,7 +34,6 @@ exact: no simulator state needs saving.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -288,17 +287,9 @@ def train(cfg: LocoConfig, learner, save_iteration: Callable[[int, object, dict,
             for k in range(start + 1, cfg.iterations + 1):
                 t0 = time.perf_counter()
                 metrics = learner.iterate_k(k)
-                wall = time.perf_counter() - t0
-                metrics["wall_seconds"] = wall
-                metrics["steps_per_second"] = cfg.steps_per_iteration / wall
-                metrics = {key: (None if isinstance(v, float) and not math.isfinite(v) else v) for key, v in metrics.items()}
-                snapshot = k % cfg.snapshot_every == 0 or k == cfg.iterations
-                save_iteration(k, learner, metrics, snapshot)
-                prog = SP.Progress(k, cfg.iterations, k * cfg.steps_per_iteration, wall,
-                                   cfg.steps_per_iteration / wall, metrics)
-                out.append(prog)
-                if on_iteration is not None:
-                    on_iteration(prog)
+                out.append(SP.finish_iteration(
+                    k, cfg.iterations, cfg.steps_per_iteration, cfg.snapshot_every, time.perf_counter() - t0,
+                    metrics, lambda k, m, snap: save_iteration(k, learner, m, snap), on_iteration))
     finally:
         learner.close()
     return out

@@ -616,6 +616,22 @@ class Progress:
     metrics: dict
 
 
+def finish_iteration(k: int, iterations: int, steps_per_iteration: int, snapshot_every: int, wall: float,
+                     metrics: dict, save: Callable[[int, dict, bool], None],
+                     on_iteration: Callable[[Progress], None] | None) -> Progress:
+    """The end of iteration k, shared by the training loops: time the metrics (non-finite values
+    stored as None), save (a snapshot every ``snapshot_every`` iterations and after the last),
+    report."""
+    metrics["wall_seconds"] = wall
+    metrics["steps_per_second"] = steps_per_iteration / wall
+    metrics = {key: (None if isinstance(v, float) and not math.isfinite(v) else v) for key, v in metrics.items()}
+    save(k, metrics, k % snapshot_every == 0 or k == iterations)
+    prog = Progress(k, iterations, k * steps_per_iteration, wall, steps_per_iteration / wall, metrics)
+    if on_iteration is not None:
+        on_iteration(prog)
+    return prog
+
+
 def plan_jobs(cfg: TrainConfig, k: int, pool: list[tuple[str, str, list[int]]], store: TrainStore) -> list[RolloutJob]:
     """The shard jobs of iteration k (parameters not filled in): layout, seeds, sampled opponents
     (loaded through ``store``), schedule values."""
@@ -648,7 +664,7 @@ def iteration_metrics(ctx: IterationContext, stats: dict) -> dict:
     m.update({k: float(v) for k, v in stats.items() if isinstance(v, (int, float))})
     m["opponents"] = sorted({o.key for j in ctx.jobs for o in j.opponents})[:32]
     m.update(ctx.timing)
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in m.items()}
+    return m
 
 
 def evaluate_learner(learner: Learner, cfg: TrainConfig) -> dict:
@@ -685,13 +701,7 @@ def train(
                 te = time.perf_counter()
                 metrics.update(evaluate_learner(learner, cfg))
                 metrics["eval_seconds"] = time.perf_counter() - te
-            wall = time.perf_counter() - t0
-            metrics["wall_seconds"] = wall
-            metrics["steps_per_second"] = cfg.steps_per_iteration / wall
-            snapshot = k % cfg.snapshot_every == 0 or k == cfg.iterations
-            store.save_iteration(k, learner, metrics, snapshot)
-            prog = Progress(k, cfg.iterations, k * cfg.steps_per_iteration, wall, cfg.steps_per_iteration / wall, metrics)
-            out.append(prog)
-            if on_iteration is not None:
-                on_iteration(prog)
+            out.append(finish_iteration(
+                k, cfg.iterations, cfg.steps_per_iteration, cfg.snapshot_every, time.perf_counter() - t0, metrics,
+                lambda k, m, snap: store.save_iteration(k, learner, m, snap), on_iteration))
     return out
