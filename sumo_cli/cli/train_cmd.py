@@ -13,7 +13,7 @@ from sumo_cli.cli.common import db_url, err_console, friendly, open_db, print_js
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
-    "env": "--env", "horizon": "--horizon", "hidden": "--hidden", "body": "--body", "arch": "--arch", "strategy": "--strategy", "name": "--name", "opponents": "--opponents",
+    "env": "--env", "horizon": "--horizon", "hidden": "--hidden", "body": "--body", "arch": "--arch", "features": "--features", "strategy": "--strategy", "name": "--name", "opponents": "--opponents",
     "iterations": "--iterations", "seed": "--seed", "physics": "--physics", "envs": "--envs", "steps": "--steps",
     "shards": "--shards", "opponent_samples": "--opponent-samples", "episodes_per_opponent": "--episodes-per-opponent",
     "anneal": "--anneal", "control_coef": "--control-coef", "push_coef": "--push-coef", "move_coef": "--move-coef",
@@ -24,7 +24,7 @@ _RUN_OPTIONS = {
     "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
 }
 # Options of sumo training that mean nothing for --env locomotion, and the reverse.
-_SUMO_ONLY = ("body", "opponents", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
+_SUMO_ONLY = ("body", "features", "opponents", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
               "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "anneal_start", "start_radius",
               "start_radius_iterations", "face_opponent", "face_spread_iterations", "motionless_iterations", "motionless_fraction",
               "eval_every", "eval_bouts")
@@ -69,6 +69,8 @@ def train(
                                       "nonstationary six-legged Bug on its 12 training leg pairs)."),
     body: Optional[str] = typer.Option(None, "--body", help="ant, bug or spider (required for a new sumo run)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="mlp or lstm (default lstm)."),
+    features: Optional[str] = typer.Option(None, "--features", help="Observation features the policy adds to the original "
+                                           "observation: none, or ego (the bout's geometry in the agent's heading frame)."),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="none, track, rl2 or meta (default none)."),
     name: Optional[str] = typer.Option(None, "--name", help="Agent name (default: the canonical one, e.g. ant-lstm)."),
     opponents: Optional[str] = typer.Option(

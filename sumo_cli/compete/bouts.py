@@ -72,10 +72,10 @@ def play_bouts(learner: AgentData, opponent: str | AgentData, n: int, seed: int,
         t = 0
         while not env.finished.all():
             live = ~env.finished
-            mean_a, state_a = actor_a.step(obs_a, state_a)
+            mean_a, state_a = actor_a.step(actor_a.spec.view(obs_a), state_a)
             act_a = mean_a + std_a * rng.standard_normal(mean_a.shape)
             if actor_b is not None:
-                mean_b, state_b = actor_b.step(obs_b, state_b)
+                mean_b, state_b = actor_b.step(actor_b.spec.view(obs_b), state_b)
                 act_b = mean_b + std_b * rng.standard_normal(mean_b.shape)
             elif opponent == RANDOM:
                 act_b = rng.uniform(-1.0, 1.0, (n, env.spec_b.n_actions))

@@ -173,6 +173,7 @@ class _Side:
         self.scaled_noise = (noise * torch.exp(self.p.params["logstd"].detach())).numpy()
 
     def act(self, t: int, obs: np.ndarray) -> np.ndarray:
+        obs = self.p.spec.view(obs)
         self.prev_r[t], self.prev_d[t] = self.prev_reward, self.prev_done
         mean, self.state = self.actor.step(obs, self.state, self.prev_reward, self.prev_done)
         action = mean + self.scaled_noise[t]
@@ -200,7 +201,7 @@ class _Side:
             # last step, so V(final obs) comes out of the same unroll.
             n = torch.from_numpy(lengths.astype(np.int64))
             obs = torch.cat([obs_l, torch.zeros(1, E, spec.obs_dim)])
-            obs[n, torch.arange(E)] = torch.from_numpy(final_obs).float()
+            obs[n, torch.arange(E)] = torch.from_numpy(spec.view(final_obs)).float()
             prev_r = torch.cat([prev_r_l, rew[n - 1, torch.arange(E)][None]])
             prev_d = torch.cat([prev_d_l, torch.zeros(1, E)])
             _, v, _ = P.forward_sequence(spec, params, self._input(obs, prev_r, prev_d), self.state0)

@@ -165,7 +165,7 @@ class MetaSelfPlayLearner:
         pairs = [(ctx.store.load_opponent(n, v), ctx.store.load_opponent(n, w)) for n, v, w in draws]
         job = ctx.jobs[0]
         env = PairSumoEnv(cfg.body, body, pairs, cfg.n_envs // G, physics=cfg.physics, shaping=cfg.shaping(),
-                          alpha=ctx.alpha, start=job.start)
+                          alpha=ctx.alpha, start=job.start, features=cfg.features)
         gen = torch.Generator().manual_seed(SP.derive_seed(cfg.seed, k, _META_SEED))
         stats = {key: v.clone() for key, v in nz.to_torch(self.obs_stats).items()}
         try:

@@ -56,6 +56,7 @@ from sumo_cli.learn.rollout import Rollout
 from sumo_cli.learn.sumo_vec import (
     EpisodeRecord, OpponentPolicy, Shaping, StartConditions, SumoVecEnv, evaluate, summarise,
 )
+from sumo_cli.nets import features as F
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 from sumo_cli.runtime.threads import torch_threads
@@ -84,6 +85,7 @@ class TrainConfig(StoredConfig):
 
     body: str = "ant"
     arch: str = "lstm"  # mlp | lstm (RL^2 is the strategy rl2 on an lstm)
+    features: str = "none"  # extra observation numbers the policy computes (nets.features): none | ego
     strategy: str = "none"  # none | track | rl2 (| meta, through register_learner)
     opponents: list[str] = field(default_factory=lambda: [SELF])  # "self" = own snapshots;
     # agent names (optionally name@version to pin a version)
@@ -176,6 +178,8 @@ class TrainConfig(StoredConfig):
             bad.append(f"start-radius must be in [0.3, 1.9] m (the reference is {START_RADIUS}), got {self.start_radius}")
         if self.face_spread_iterations and not self.face_opponent:
             bad.append("face-spread-iterations needs --face-opponent")
+        if self.features not in F.FEATURES:
+            bad.append(f"features must be one of {', '.join(F.FEATURES)}, got {self.features!r}")
         if self.physics not in ("faithful", "fast"):
             bad.append(f"physics must be faithful or fast, got {self.physics!r}")
         if not 0.0 <= self.anneal_start <= 1.0:
@@ -331,7 +335,8 @@ def run_rollout(job: RolloutJob) -> RolloutPiece:
     spec = P.PolicySpec.from_dict(job.spec)
     env = SumoVecEnv(job.body, job.opp_body, job.n_envs, job.opponents, physics=job.physics,
                      motionless_prob=job.motionless_prob, shaping=job.shaping, alpha=job.alpha,
-                     episodes_per_opponent=job.episodes_per_opponent, start=job.start, sim=_sim_for(job))
+                     episodes_per_opponent=job.episodes_per_opponent, start=job.start, sim=_sim_for(job),
+                     features=spec.features)
     params = {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in job.params.items()}
     stats = nz.to_torch(job.obs_stats)
     carry = new_carry(env, spec, seed=job.env_seed)
@@ -553,7 +558,7 @@ def learner_factory(strategy: str) -> LearnerFactory | None:
 
 def policy_spec(cfg: TrainConfig) -> P.PolicySpec:
     b = body_spec(cfg.body)
-    return P.PolicySpec(cfg.policy_arch, b.obs_size, b.n_actions)
+    return P.PolicySpec(cfg.policy_arch, b.obs_size + F.extra_dims(cfg.features), b.n_actions, features=cfg.features)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from sumo_cli.learn.vec_env import StepOut
+from sumo_cli.nets import features as F
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 from sumo_cli.sim import sumo_env as SE
@@ -215,6 +216,7 @@ class SumoVecEnv:
         start: StartConditions | None = None,
         threads: int | None = 1,
         sim: CurriculumSumo | None = None,
+        features: str = F.NONE,
     ):
         for o in opponents:
             if o.body != opp_body:
@@ -227,14 +229,15 @@ class SumoVecEnv:
         if start is not None:
             self.sim.start = start
         self.num_envs = n = self.sim.n_envs
-        self.obs_dim = self.sim.obs_size_a
+        self.features = features  # what the learner observes beyond the original observation
+        self.obs_dim = self.sim.obs_size_a + F.extra_dims(features)
         self.act_dim = self.sim.n_actions_a
         self.opp_obs_dim = self.sim.obs_size_b
         self.opp_act_dim = self.sim.n_actions_b
         self.opponents = list(opponents)
         self._compiled = [_Compiled(o) for o in self.opponents]
         for c in self._compiled:
-            if c.spec.obs_dim != self.opp_obs_dim or c.spec.act_dim != self.opp_act_dim:
+            if c.spec.env_obs_dim != self.opp_obs_dim or c.spec.act_dim != self.opp_act_dim:
                 raise ValueError(f"an opponent's policy does not fit a {opp_body} against a {body}")
         self.motionless_prob = float(motionless_prob)
         self.shaping = shaping or Shaping()
@@ -286,7 +289,8 @@ class SumoVecEnv:
         act = np.zeros((self.num_envs, self.opp_act_dim))
         ob = torch.from_numpy(obs_b).to(torch.float32)
         for spec, cols, params, mean, std in self._groups:
-            z = torch.clamp((ob[cols][:, None] - mean) / std, -nz.CLIP, nz.CLIP)
+            o = ob[cols] if spec.features == F.NONE else torch.from_numpy(spec.view(obs_b[cols.numpy()])).to(torch.float32)
+            z = torch.clamp((o[:, None] - mean) / std, -nz.CLIP, nz.CLIP)
             if spec.arch == "rl2":
                 pr, pd = torch.from_numpy(self._opp_prev_r), torch.from_numpy(self._opp_prev_d)
                 z = P.rl2_input(z, pr[cols][:, None], pd[cols][:, None])
@@ -318,7 +322,7 @@ class SumoVecEnv:
         self._ep_sum = np.zeros(n)
         self.episodes = []
         self._draw(np.arange(n))
-        return obs_a
+        return F.augment(self.features, obs_a)
 
     def step(self, actions: np.ndarray) -> StepOut:
         act_b = self._opponent_actions(self._obs_b)
@@ -366,8 +370,9 @@ class SumoVecEnv:
         # the next step's "before": after an auto-reset that is the new bout's start, not the final pose
         self._dist = torso_distance(res.obs_a) if done.any() else dist
         self._opp_radius = opponent_radius(res.obs_a)
-        return StepOut(obs=res.obs_a, reward=reward, terminated=terminated, truncated=truncated,
-                       final_obs=res.final_obs_a, info={"task_changed": changed})
+        return StepOut(obs=F.augment(self.features, res.obs_a), reward=reward, terminated=terminated,
+                       truncated=truncated, final_obs=F.augment(self.features, res.final_obs_a),
+                       info={"task_changed": changed})
 
     def _opp_key(self, c: int) -> str:
         k = self.assign[c]
@@ -398,7 +403,8 @@ def evaluate(
     opponent under the faithful start conditions, rules and rewards; the episode records in column
     order. ``deterministic``: act with the policy mean (else sample, as games do)."""
     env = SumoVecEnv(body, opponent.body, n_bouts, [] if opponent.is_motionless else [opponent],
-                     physics=physics, motionless_prob=1.0 if opponent.is_motionless else 0.0, threads=threads)
+                     physics=physics, motionless_prob=1.0 if opponent.is_motionless else 0.0, threads=threads,
+                     features=spec.features)
     try:
         obs = env.reset(seed=seed)
         gen = torch.Generator().manual_seed(seed)

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sumo_cli.nets import features as F
+
 ARCHS = ("mlp", "lstm", "rl2")
 NETS = ("pi", "vf")
 STATE_KEYS = ("pi/h", "pi/c", "vf/h", "vf/c")
@@ -67,6 +69,7 @@ class PolicySpec:
     obs_dim: int
     act_dim: int
     hidden: int = 64
+    features: str = "none"  # extra observation numbers the policy computes (nets.features)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -75,10 +78,21 @@ class PolicySpec:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"PolicySpec.{name} must be a positive int, got {value!r}")
+        if self.obs_dim <= F.extra_dims(self.features):
+            raise ValueError(f"PolicySpec.obs_dim {self.obs_dim} leaves no room for the original observation")
 
     @property
     def recurrent(self) -> bool:
         return self.arch != "mlp"
+
+    @property
+    def env_obs_dim(self) -> int:
+        """Size of the environment's (original) observation: ``obs_dim`` less the features' numbers."""
+        return self.obs_dim - F.extra_dims(self.features)
+
+    def view(self, obs):  # noqa: ANN001, ANN201 - a numpy array (..., env_obs_dim)
+        """What this policy observes of the environment's observation ``(..., env_obs_dim)``."""
+        return F.augment(self.features, obs)
 
     @property
     def input_dim(self) -> int:
@@ -86,11 +100,15 @@ class PolicySpec:
         return self.obs_dim + 2 if self.arch == "rl2" else self.obs_dim
 
     def to_dict(self) -> dict:
-        return {"arch": self.arch, "obs_dim": self.obs_dim, "act_dim": self.act_dim, "hidden": self.hidden}
+        d = {"arch": self.arch, "obs_dim": self.obs_dim, "act_dim": self.act_dim, "hidden": self.hidden}
+        if self.features != F.NONE:  # written only when used: older checkpoints stay byte-identical
+            d["features"] = self.features
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "PolicySpec":
-        return cls(arch=d["arch"], obs_dim=int(d["obs_dim"]), act_dim=int(d["act_dim"]), hidden=int(d.get("hidden", 64)))
+        return cls(arch=d["arch"], obs_dim=int(d["obs_dim"]), act_dim=int(d["act_dim"]), hidden=int(d.get("hidden", 64)),
+                   features=str(d.get("features", F.NONE)))
 
 
 # ----------------------------------------------------------------------------------------------
