@@ -52,3 +52,44 @@ def test_db_option_and_env(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("SUMO_DB", f"sqlite:///{tmp_path / 'env.sqlite'}")
     assert cli("agents", "--json")[0] == 0
     assert (tmp_path / "env.sqlite").exists()
+
+
+def test_db_in_a_missing_folder_is_refused_and_nothing_created(cli, tmp_path):
+    typo = tmp_path / "typo" / "sumo.sqlite"
+    for args in (("agents",), ("play", "zoo-ant-lstm-v3", "zoo-bug-lstm-v3"), ("db", "current"), ("db", "upgrade")):
+        code, out, err = cli("--db", str(typo), *args)
+        assert code == 2 and "typo" in err and "does not exist" in err and out == "", (args, err)
+    assert not (tmp_path / "typo").exists()
+    assert cli("agents")[0] == 0 and (tmp_path / "db" / "sumo.sqlite").exists()  # the default folder is made
+
+
+def test_unusable_database_urls_are_one_sentence(cli, tmp_path):
+    (tmp_path / "notes.sqlite").write_text("not a database\n" * 100)
+    for db in ("mysql://x/y", "nosuchdialect://x/y", str(tmp_path / "notes.sqlite")):
+        code, out, err = cli("--db", db, "agents")
+        assert code == 2 and out == "", (db, err)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "Traceback" not in err and "sqlalche.me" not in err, (db, err)
+
+
+def test_db_current_names_the_right_cure_for_a_newer_database(cli, tmp_path):
+    assert cli("agents")[0] == 0
+    engine = create_engine(f"sqlite:///{tmp_path / 'db' / 'sumo.sqlite'}")
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = 'ffff9999'"))
+    engine.dispose()
+    code, out, _ = cli("db", "current", "--json")
+    status = json.loads(out)["status"]
+    assert code == 0 and "db upgrade" not in status and "newer sumo" in status
+
+
+def test_processes_creating_one_new_database_at_once_all_succeed(tmp_path):
+    code = "import sys; from sumo_cli.store.database import open_database; open_database(sys.argv[1]).dispose()"
+    for attempt in range(4):
+        path = tmp_path / f"race{attempt}" / "sumo.sqlite"
+        path.parent.mkdir()
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], stderr=subprocess.PIPE, text=True)
+                 for _ in range(3)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err

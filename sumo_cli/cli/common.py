@@ -42,10 +42,19 @@ def db_url(ctx: typer.Context) -> str | None:
     return (ctx.obj or {}).get("db")
 
 
-def open_db(ctx: typer.Context):  # noqa: ANN201
-    from sumo_cli.store.database import open_database
+def resolved_db_url(ctx: typer.Context) -> str:
+    """The database URL of --db / SUMO_DB / the default, refused if its folder does not exist."""
+    from sumo_cli.store.database import check_location, resolve_url
 
-    return open_database(db_url(ctx))
+    url = resolve_url(db_url(ctx))
+    check_location(url)
+    return url
+
+
+def open_db(ctx: typer.Context):  # noqa: ANN201
+    from sumo_cli.store.database import Database
+
+    return Database(resolved_db_url(ctx))
 
 
 def print_json(doc: Any) -> None:

@@ -8,13 +8,14 @@ SQLite lock up front (BEGIN IMMEDIATE), so a read-then-write transaction can nev
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, NoSuchModuleError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from sumo_cli.errors import UserError
@@ -34,6 +35,25 @@ def resolve_url(db: str | None) -> str:
 
 def _is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of an SQLite URL, or None (a server, or an in-memory database)."""
+    if not _is_sqlite(url):
+        return None
+    path = url.split("///", 1)[-1] if "///" in url else ""
+    return None if path in ("", ":memory:") else Path(path)
+
+
+def check_location(url: str) -> None:
+    """Refuse an SQLite file in a folder that does not exist (a typo must not create databases);
+    only the default folder, ``db/`` under the current directory, is created on first use."""
+    path = sqlite_path(url)
+    if path is None or path.parent.is_dir():
+        return
+    if path.parent.resolve() == (Path.cwd() / DEFAULT_DB_PATH.parent).resolve():
+        return
+    raise UserError(f"the folder {path.parent} of the database does not exist; create it first, or check --db / SUMO_DB")
 
 
 def _make_engine(url: str, immediate: bool) -> Engine:
@@ -83,12 +103,16 @@ def known_revisions() -> set[str]:
     return {s.revision for s in ScriptDirectory.from_config(alembic_config("sqlite://")).walk_revisions()}
 
 
+def current_revision_of(conn) -> str | None:  # noqa: ANN001
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    return row[0] if row else None
+
+
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
-        if not inspect(conn).has_table("alembic_version"):
-            return None
-        row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
-        return row[0] if row else None
+        return current_revision_of(conn)
 
 
 def _has_tables(engine: Engine) -> bool:
@@ -99,10 +123,26 @@ def _has_tables(engine: Engine) -> bool:
 def upgrade(url: str, revision: str = "head") -> None:
     from alembic import command
 
-    engine = _make_engine(url, immediate=False)
+    # Holding the write lock from the start: two processes creating the same new SQLite file wait
+    # for each other, and the second finds the schema in place, instead of one failing "locked".
+    engine = _make_engine(url, immediate=True)
     try:
         with engine.begin() as conn:
             command.upgrade(alembic_config(url, conn), revision)
+    finally:
+        engine.dispose()
+
+
+def create_schema(url: str) -> None:
+    """Bring an empty database to the newest schema; refuse one that holds other tables."""
+    from alembic import command
+
+    engine = _make_engine(url, immediate=True)
+    try:
+        with engine.begin() as conn:
+            if inspect(conn).get_table_names() and current_revision_of(conn) is None:
+                raise UserError(f"{url} holds tables but no sumo schema version; point --db at a sumo database")
+            command.upgrade(alembic_config(url, conn), "head")
     finally:
         engine.dispose()
 
@@ -118,6 +158,12 @@ def downgrade(url: str, revision: str) -> None:
         engine.dispose()
 
 
+def _first_line(exc: object) -> str:
+    """An exception's message without SQLAlchemy's background link or the SQL it ran."""
+    text_ = str(exc).split("\n", 1)[0]
+    return re.sub(r"\s*\(Background on this error at: .*\)$", "", text_).strip() or type(exc).__name__
+
+
 class Database:
     """An open, schema-checked database. ``write()`` and ``read()`` yield sessions that commit or
     roll back as a unit."""
@@ -129,16 +175,29 @@ class Database:
             self._read_engine = _make_engine(url, immediate=False)
             if check_schema:
                 self._guard_schema()
-        except OperationalError as exc:
-            raise UserError(f"cannot open the database {self.display_url}: {exc.orig}") from None
-        except SQLAlchemyError as exc:
-            raise UserError(f"cannot open the database {self.display_url}: {exc}") from None
+        except UserError:
+            raise
+        except (DBAPIError, OperationalError) as exc:
+            raise UserError(f"cannot open the database {self.display_url}: {_first_line(exc.orig)}") from None
+        except NoSuchModuleError:
+            raise UserError(f"{self.display_url} is not a database URL this sumo can open; give an SQLite file "
+                            "path, or a sqlite:// or postgresql+psycopg:// URL") from None
+        except ImportError as exc:
+            raise UserError(f"cannot open the database {self.display_url}: its driver is not installed "
+                            f"({exc.name or exc})") from None
+        except (SQLAlchemyError, ValueError) as exc:
+            raise UserError(f"cannot open the database {self.display_url}: {_first_line(exc)}") from None
         self._writer = sessionmaker(self._write_engine, expire_on_commit=False)
         self._reader = sessionmaker(self._read_engine, expire_on_commit=False)
 
     @property
     def display_url(self) -> str:
-        return self._read_engine.url.render_as_string(hide_password=True) if hasattr(self, "_read_engine") else self.url
+        from sqlalchemy.engine import make_url
+
+        try:
+            return make_url(self.url).render_as_string(hide_password=True)
+        except Exception:  # noqa: BLE001 - a malformed URL is shown as given
+            return self.url
 
     @property
     def is_sqlite(self) -> bool:
@@ -152,7 +211,7 @@ class Database:
                 raise UserError(
                     f"{self.display_url} holds tables but no sumo schema version; point --db at a sumo database"
                 )
-            upgrade(self.url)
+            create_schema(self.url)
             return
         if current == head:
             return
