@@ -317,10 +317,15 @@ class BatchedSumo:
         self._obs_a, self._obs_b = self._observe_rows(None)
         return self._obs_a.copy(), self._obs_b.copy()
 
-    def reset_envs(self, indices) -> tuple[np.ndarray, np.ndarray]:
-        """Reset only the given bouts (indices or a bool mask); returns the whole batch's obs."""
+    def reset_envs(self, indices, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Reset only the given bouts (indices or a bool mask); returns the whole batch's obs.
+        With ``seed``, those bouts are re-seeded first as ``reset(seed)`` seeds a batch of their
+        size (bout k of ``indices`` gets child k), so several small batches can share one env."""
         arr = np.asarray(indices)
         idx = np.flatnonzero(arr) if arr.dtype == bool else arr.astype(int).ravel()
+        if seed is not None:
+            for i, child in zip(idx, np.random.SeedSequence(seed).spawn(len(idx))):
+                self.rngs[int(i)] = np.random.Generator(np.random.PCG64(child))
         self._reset_many(idx)
         if len(idx):
             # copy on write: arrays handed out by earlier calls never change under the caller
