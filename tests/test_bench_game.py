@@ -7,19 +7,24 @@ import pytest
 
 @pytest.mark.slow
 def test_bench_game_reports_breakdown_and_projection(cli):
-    code, out, err = cli("bench", "game", "--rounds", "2", "--episodes", "1", "--strategies", "none,track,meta", "--json")
+    code, out, err = cli("bench", "game", "--rounds", "2", "--episodes", "1", "--strategies", "none,track,meta",
+                         "--concurrent", "3", "--reference-games", "1", "--physics", "fast", "--json")
     assert code == 0, err
     doc = json.loads(out)
-    assert set(doc["strategies"]) == {"none", "track", "meta"}
+    assert set(doc["strategies"]) == {"none", "track", "meta"} and doc["concurrent_games"] == 3
     for name, row in doc["strategies"].items():
-        parts = row["physics_s"] + row["policy_s"] + row["adapt_s"] + row["bookkeeping_s"]
-        assert parts <= row["wall_seconds"] * 1.01 + 1e-3
-        assert row["env_steps"] > 0 and row["physics_s"] > 0
-        assert row["games_per_hour_short"] == pytest.approx(3600 / row["wall_seconds"])
-    assert doc["strategies"]["none"]["adapt_seconds_per_round"] < doc["strategies"]["track"]["adapt_seconds_per_round"]
-    hours = doc["projection"]["tournament_hours_per_core_count"]
+        for part, games in (("engine", 3), ("reference", 1)):
+            x = row[part]
+            assert x["games"] == games and x["env_steps"] > 0 and x["physics_s"] > 0
+            assert x["physics_s"] + x["policy_s"] + x["adapt_s"] + x["bookkeeping_s"] == pytest.approx(x["wall_s"])
+            assert x["overhead_over_physics"] == pytest.approx(
+                x["policy_over_physics"] + x["bookkeeping_over_physics"] + x["adapt_over_physics"])
+        assert row["paper_game_seconds_projected"] == pytest.approx(100 * row["engine"]["seconds_per_game_round"])
+    assert doc["strategies"]["none"]["engine"]["adapt"] < doc["strategies"]["track"]["engine"]["adapt"]
+    hours = doc["projection"]["tournament_hours_per_workers"]
     counts = sorted(hours, key=int)
-    assert all(hours[a] > hours[b] for a, b in zip(counts, counts[1:]))  # more cores, less time
+    assert all(hours[a] > hours[b] for a, b in zip(counts, counts[1:]))  # more workers, less time
+    assert doc["projection"]["evolution_hours_per_workers"]["1"] == pytest.approx(10 * hours["1"])
 
 
 def test_bench_game_rejects_unknown_strategy(cli):

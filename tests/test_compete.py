@@ -180,3 +180,44 @@ def test_evolution_keeps_size_records_lineage_and_resumes(db_copy, tmp_path):
     run_id = json.loads(sumo(db_copy, "runs", "--json").stdout)[0]["id"]
     resumed = json.loads(sumo(db_copy, "evolve", "--resume", run_id, "--json").stdout)
     assert resumed["generations"] == ref["generations"]
+
+
+def test_tournament_and_evolution_are_the_same_whatever_the_concurrency(db_copy):
+    """Runs with the same seed played one game at a time and several games per engine store the
+    same games (every round) and ratings; an evolution the same generations."""
+    from sqlalchemy import text
+
+    from sumo_cli.compete import evolution as EV
+    from sumo_cli.compete import population as pop
+    from sumo_cli.compete import tournament as T
+    from sumo_cli.runtime.executor import InlineExecutor
+    from sumo_cli.store.database import open_database
+
+    db = open_database(str(db_copy))
+    members = pop.explicit_population(db, ZOO3.split(","))
+
+    def stored(run_id: int) -> tuple:
+        with db.read() as s:
+            rounds = s.execute(text(
+                "SELECT m.run_index, m.outcome, r.\"index\", r.outcome, r.wins_a, r.wins_b, r.draws FROM matches m "
+                "JOIN rounds r ON r.match_id = m.id WHERE m.run_id = :r ORDER BY m.run_index, r.\"index\""), {"r": run_id}).all()
+            ratings = s.execute(text("SELECT after_index, version_id, mu, sigma FROM ratings WHERE run_id = :r "
+                                     "ORDER BY after_index, version_id"), {"r": run_id}).all()
+        return [tuple(x) for x in rounds], [tuple(x) for x in ratings]
+
+    config = T.tournament_config(members, 6, 3, 2, "fast", None)
+    runs = []
+    for concurrency in (1, 6):
+        run_id = T.create_tournament(db, members, config, seed=3)
+        T.TournamentRunner(db, run_id).run(InlineExecutor(), concurrency=concurrency)
+        runs.append(stored(run_id))
+    assert runs[0] == runs[1] and len(runs[0][0]) == 6 * 3
+
+    evo = EV.evolution_config(members, copies=2, generations=2, matches=4, rounds=2, episodes=1, physics="fast")
+    histories = []
+    for concurrency in (1, 4):
+        run_id = EV.EvolutionRunner.create(db, evo, seed=5)
+        histories.append((EV.EvolutionRunner(db, run_id).run(InlineExecutor(), concurrency=concurrency),
+                          stored(run_id)[0]))
+    assert histories[0] == histories[1]
+    db.dispose()

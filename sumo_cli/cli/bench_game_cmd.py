@@ -19,6 +19,8 @@ def game(
         None, "--agents", help="A,B from the database (default: fresh zoo-sized LSTM agents, Ant vs Ant)."
     ),
     strategies: str = typer.Option("none,rl2,track,meta", "--strategies", help="Strategies of A to measure."),
+    concurrent: int = typer.Option(32, "--concurrent", help="Games played at once in the measured engine."),
+    reference_games: int = typer.Option(2, "--reference-games", help="Games played one at a time as the reference."),
     json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
     """Time short games per strategy of A and project the paper's tournament and evolution."""
@@ -30,6 +32,9 @@ def game(
 
     require_positive(rounds, "--rounds")
     require_positive(episodes, "--episodes")
+    require_positive(concurrent, "--concurrent")
+    if reference_games < 0:
+        raise UserError(f"--reference-games must be at least 0, got {reference_games}")
     chosen = tuple(s.strip() for s in strategies.split(",") if s.strip())
     unknown = [s for s in chosen if s not in STRATEGIES]
     if unknown or not chosen:
@@ -45,25 +50,29 @@ def game(
         db = open_db(ctx)
         pair = tuple(AgentData.from_loaded(load_agent(db, n)) for n in names)
     doc = run(rounds=rounds, episodes=episodes, physics=physics, strategies=chosen, agents=pair,
-              progress=lambda s, row: err_console.print(f"measured {s}: {row['wall_seconds']:.1f} s"))
+              concurrent=concurrent, reference_games=reference_games,
+              progress=lambda s, row: err_console.print(f"measured {s}: {row['engine']['wall_s']:.1f} s"))
     if json_out:
         print_json(doc)
         return
-    err_console.print(f"{doc['cpu']}, {doc['cores']} cores; {doc['agents']}; {rounds} rounds x {episodes} episodes, {physics} physics")
-    t = Table(title="where a game's time goes (A's strategy vs a non-adapting B)")
-    for col in ("strategy", "env steps", "physics s", "policy s", "adapt s", "bookkeeping s",
-                "(policy+book)/physics", "adapt/round", "adapt/round physics", "games/h short", "games/h paper*"):
+    err_console.print(f"{doc['cpu']}, {doc['cores']} cores; {doc['agents']}; {rounds} rounds x {episodes} episodes, "
+                      f"{physics} physics; {concurrent} games at once against {reference_games} one at a time")
+    t = Table(title="seconds per game-round, and as a share of its physics (A's strategy vs a non-adapting B)")
+    for col in ("strategy", "games", "physics", "policy", "bookkeeping", "adapt", "overhead/physics",
+                "reference overhead/physics", "speed-up", "games/h paper*"):
         t.add_column(col, justify="right")
     for s, r in doc["strategies"].items():
-        t.add_row(s, str(r["env_steps"]), f"{r['physics_s']:.2f}", f"{r['policy_s']:.2f}", f"{r['adapt_s']:.2f}",
-                  f"{r['bookkeeping_s']:.2f}", f"{r['policy_plus_bookkeeping_over_physics']:.2f}",
-                  f"{r['adapt_seconds_per_round']:.3f} s", f"{r['adapt_over_round_physics']:.2f}x",
-                  f"{r['games_per_hour_short']:.0f}", f"{r['games_per_hour_paper_projected']:.1f}")
+        e, ref = r["engine"], r["reference"]
+        t.add_row(s, str(e["games"]), f"{e['physics']:.3f}", f"{e['policy']:.3f} ({e['policy_over_physics']:.2f})",
+                  f"{e['bookkeeping']:.3f} ({e['bookkeeping_over_physics']:.2f})",
+                  f"{e['adapt']:.3f} ({e['adapt_over_physics']:.2f})", f"{e['overhead_over_physics']:.2f}",
+                  f"{ref['overhead_over_physics']:.2f}" if ref else "-",
+                  f"{r['engine_speedup_per_game_round']:.2f}x" if ref else "-", f"{r['games_per_hour_paper_projected']:.1f}")
     err_console.print(t)
     p = doc["projection"]
     err_console.print(
-        f"* projected from the measured rounds (meta at a full 75-episode buffer). Paper-scale tournament "
-        f"(1000 games of 100 rounds): {p['tournament_hours']:.1f} h on {doc['cores']} cores; evolution (10 x 1000 games): "
-        f"{p['evolution_hours']:.0f} h; with one more core: {p['evolution_hours_with_one_more_core']:.0f} h. "
-        "By cores: " + ", ".join(f"{c}: {h:.1f} h" for c, h in p["tournament_hours_per_core_count"].items())
+        "* one core, projected from the measured rounds (meta at a full 75-episode buffer). Paper-scale tournament "
+        "(1000 games of 100 rounds) and evolution (10 x 1000 games), by workers (local processes or Ray workers, one "
+        "core each): " + ", ".join(f"{c}: {h:.1f} h / {p['evolution_hours_per_workers'][c]:.0f} h"
+                                   for c, h in p["tournament_hours_per_workers"].items())
     )

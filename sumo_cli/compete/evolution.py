@@ -24,7 +24,8 @@ from sumo_cli import __version__
 from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import apply_generation, random_pairs
-from sumo_cli.compete.tournament import open_run, run_game_job
+from sumo_cli.compete.engine import CONCURRENCY, batches, run_games_job
+from sumo_cli.compete.tournament import each_game, open_run
 from sumo_cli.errors import UserError
 from sumo_cli.library import load_agent
 from sumo_cli.store import games as store_games
@@ -102,7 +103,7 @@ class EvolutionRunner:
         return out
 
     def run(self, executor, on_game: Callable[[int, int], None] | None = None,  # noqa: ANN001
-            on_generation: Callable[[int, dict], None] | None = None) -> list[dict]:
+            on_generation: Callable[[int, dict], None] | None = None, concurrency: int = CONCURRENCY) -> list[dict]:
         from sumo_cli.compete.play import mujoco_version
 
         mj = mujoco_version()
@@ -118,9 +119,10 @@ class EvolutionRunner:
                     rows = s.execute(select(Match.run_index, Match.outcome).where(
                         Match.run_id == self.run_id, Match.run_index >= base, Match.run_index < base + self.matches)).all()
                 outcomes = {int(i) - base: o for i, o in rows}
-                jobs = ((x.index, (self.data[slots[x.a]], self.data[slots[x.b]], settings, x.seed))
-                        for x in schedule if x.index not in outcomes)
-                for idx, result in executor.run(run_game_job, jobs):
+                games = [(x.index, self.data[slots[x.a]], self.data[slots[x.b]], settings, x.seed)
+                         for x in schedule if x.index not in outcomes]
+                jobs = ((i, (b, concurrency)) for i, b in enumerate(batches(games, executor.workers, concurrency)))
+                for idx, result in each_game(executor.run(run_games_job, jobs)):
                     x = schedule[idx]
                     with self.db.write() as s:
                         store_games.record_game(

@@ -174,8 +174,15 @@ class _Side:
 
     def act(self, t: int, obs: np.ndarray) -> np.ndarray:
         obs = self.p.spec.view(obs)
+        mean, state = self.actor.step(obs, self.state, self.prev_reward, self.prev_done)
+        return self.commit(t, obs, mean, state)
+
+    def commit(self, t: int, obs: np.ndarray, mean: np.ndarray, state) -> np.ndarray:  # noqa: ANN001
+        """Record step ``t``'s input (``spec.view`` of the raw observation) and the policy's mean
+        and new state, however they were computed (alone or stacked with other games), and return
+        the action."""
         self.prev_r[t], self.prev_d[t] = self.prev_reward, self.prev_done
-        mean, self.state = self.actor.step(obs, self.state, self.prev_reward, self.prev_done)
+        self.state = state
         action = mean + self.scaled_noise[t]
         self.obs[t], self.means[t], self.actions[t] = obs, mean, action
         return action.astype(np.float64)
@@ -213,6 +220,29 @@ class _Side:
             terminated=torch.from_numpy(terminated), final_values=final_v, state0=self.state0,
         )
 
+def round_result(index: int, version_a: int, version_b: int, outcome: np.ndarray, reason: np.ndarray,
+                 lengths: np.ndarray) -> RoundResult:
+    """A round from its episodes' outcome and reason codes (BatchedSumo's) and lengths."""
+    from sumo_cli.sim.sumo_env import REASONS
+
+    eps = [EpisodeResult(_EPISODE_OUTCOME[int(o)], REASONS[int(c)], int(n)) for o, c, n in zip(outcome, reason, lengths)]
+    wins_a = sum(e.outcome == "win" for e in eps)
+    wins_b = sum(e.outcome == "loss" for e in eps)
+    return RoundResult(index, version_a, version_b, round_outcome(wins_a, wins_b), wins_a, wins_b,
+                       len(eps) - wins_a - wins_b, eps)
+
+
+def game_result(a: str, b: str, seed: int, settings: GameSettings, rounds: list[RoundResult], timing: dict,
+                wall: float) -> GameResult:
+    won_a = sum(rr.outcome == "a" for rr in rounds)
+    won_b = sum(rr.outcome == "b" for rr in rounds)
+    return GameResult(
+        a=a, b=b, seed=seed, settings=asdict(settings), outcome=game_outcome(won_a, won_b, len(rounds)),
+        rounds_won_a=won_a, rounds_won_b=won_b, rounds_drawn=len(rounds) - won_a - won_b, rounds=rounds,
+        timing=timing, wall_seconds=wall,
+    )
+
+
 def play_game(
     a: AgentData,
     b: AgentData | list[AgentData],
@@ -227,7 +257,7 @@ def play_game(
     ``on_step(round, env, step_result, active)`` is called after each round's reset (with
     ``step_result`` and ``active`` None) and after every env step: videos record poses through it.
     ``stop_after`` ends the game after that round (0-based), e.g. to replay up to a chosen round."""
-    from sumo_cli.sim.sumo_env import MAX_STEPS, REASONS, BatchedSumo
+    from sumo_cli.sim.sumo_env import MAX_STEPS, BatchedSumo
 
     if settings.rounds < 1 or settings.episodes < 1:
         raise ValueError("a game needs at least one round of at least one episode")
@@ -290,11 +320,7 @@ def play_game(
                 obs_a, obs_b = res.obs_a, res.obs_b
                 t += 1
             terminated = (reason == 1) | (reason == 2)  # ring-out or fall; a time-out (or unstable) draw is a truncation
-            eps = [EpisodeResult(_EPISODE_OUTCOME[int(o)], REASONS[int(c)], int(n)) for o, c, n in zip(outcome, reason, lengths)]
-            wins_a = sum(e.outcome == "win" for e in eps)
-            wins_b = sum(e.outcome == "loss" for e in eps)
-            rr = RoundResult(r, a.version, b_versions[min(r, len(b_versions) - 1)].version,
-                             round_outcome(wins_a, wins_b), wins_a, wins_b, E - wins_a - wins_b, eps)
+            rr = round_result(r, a.version, b_versions[min(r, len(b_versions) - 1)].version, outcome, reason, lengths)
             rounds.append(rr)
             if on_round is not None:
                 on_round(rr)
@@ -312,12 +338,6 @@ def play_game(
             timing["adapt_b"] += t5 - t4
     finally:
         env.close()
-    won_a = sum(rr.outcome == "a" for rr in rounds)
-    won_b = sum(rr.outcome == "b" for rr in rounds)
     wall = time.perf_counter() - t_start
     timing["bookkeeping"] = max(0.0, wall - sum(timing.values()))
-    return GameResult(
-        a=a.display, b=b_versions[0].display, seed=seed, settings=asdict(settings),
-        outcome=game_outcome(won_a, won_b, len(rounds)), rounds_won_a=won_a, rounds_won_b=won_b,
-        rounds_drawn=len(rounds) - won_a - won_b, rounds=rounds, timing=timing, wall_seconds=wall,
-    )
+    return game_result(a.display, b_versions[0].display, seed, settings, rounds, timing, wall)

@@ -14,18 +14,14 @@ from typing import Callable
 
 from sumo_cli import __version__
 from sumo_cli.compete import ratings as R
-from sumo_cli.compete.game import AgentData, GameSettings, play_game
+from sumo_cli.compete.engine import CONCURRENCY, batches, run_games_job
+from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import ScheduledGame, random_pairs
 from sumo_cli.errors import UserError
 from sumo_cli.library import load_agent
 from sumo_cli.store import games as store_games
 from sumo_cli.store.database import Database
-
-
-def run_game_job(a: AgentData, b: AgentData, settings: dict, seed: int) -> dict:
-    """What a worker does: one game, returned as plain data."""
-    return play_game(a, b, GameSettings(**settings), seed).to_dict()
 
 
 @dataclass
@@ -101,6 +97,12 @@ def open_run(db: Database, run_id: int, kind: str, finished: str) -> tuple[dict,
     return config, seed, members, [load_agent(db, m.name) for m in members]
 
 
+def each_game(results):  # noqa: ANN001, ANN202
+    """The (key, result) of every game from an executor's stream of engine batches."""
+    for _, batch in results:
+        yield from batch
+
+
 class TournamentRunner:
     """Plays (or resumes) one tournament run."""
 
@@ -166,16 +168,20 @@ class TournamentRunner:
             bt = {m.name: (float(p), float(lo), float(hi)) for m, p, lo, hi in zip(self.members, point, low, high)}
         return Leaderboard(self.run_id, self.rated, len(self.schedule), self.standings, bt)
 
-    def run(self, executor, on_game: Callable[[int, dict], None] | None = None) -> Leaderboard:  # noqa: ANN001
+    def run(self, executor, on_game: Callable[[int, dict], None] | None = None,  # noqa: ANN001
+            concurrency: int = CONCURRENCY) -> Leaderboard:
+        """Play what is missing: batches of up to ``concurrency`` games, each batch in one engine
+        (compete/engine.py) on one worker; the results do not depend on either number."""
         from sumo_cli.compete.play import mujoco_version
 
         self._load_finished()
         pending = [g for g in self.schedule if g.index not in self.outcomes]
         settings = self.config["game"]
-        jobs = ((g.index, (self.data[g.a], self.data[g.b], settings, g.seed)) for g in pending)
+        games = [(g.index, self.data[g.a], self.data[g.b], settings, g.seed) for g in pending]
+        jobs = ((i, (batch, concurrency)) for i, batch in enumerate(batches(games, executor.workers, concurrency)))
         mj = mujoco_version()
         try:
-            for idx, result in executor.run(run_game_job, jobs):
+            for idx, result in each_game(executor.run(run_games_job, jobs)):
                 g = self.schedule[idx]
                 with self.db.write() as s:
                     mid = store_games.record_game(
