@@ -18,7 +18,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-RECIPE = ["--body", "ant", "--arch", "mlp", "--physics", "fast", "--approach-coef", "5", "--push-coef", "0",
+RECIPE = ["--recipe", "paper", "--body", "ant", "--arch", "mlp", "--physics", "fast", "--approach-coef", "5", "--push-coef", "0",
           "--move-coef", "0", "--control-coef", "0.02", "--anneal-start", "0.9", "--anneal", "100000",
           "--face-opponent", "--motionless-iterations", "100000", "--init-logstd", "-1"]
 

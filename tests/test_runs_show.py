@@ -12,7 +12,7 @@ import torch
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # 2 envs x 40 steps = 80 env steps per iteration, one PPO epoch: a few seconds per run
-TINY = ["--body", "ant", "--arch", "mlp", "--envs", "2", "--steps", "40", "--physics", "fast", "--epochs", "1",
+TINY = ["--recipe", "paper", "--body", "ant", "--arch", "mlp", "--envs", "2", "--steps", "40", "--physics", "fast", "--epochs", "1",
         "--minibatches", "2", "--anneal", "2"]
 
 

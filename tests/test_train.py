@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-TINY = ["--envs", "2", "--steps", "40", "--physics", "fast", "--epochs", "2", "--minibatches", "2", "--anneal", "2"]
+TINY = ["--recipe", "paper", "--envs", "2", "--steps", "40", "--physics", "fast", "--epochs", "2", "--minibatches", "2", "--anneal", "2"]
 
 
 @pytest.fixture(autouse=True)
@@ -260,3 +260,23 @@ def test_worker_processes_do_not_change_the_result(cli, tmp_path):
     a, b = final_tensors(tmp_path, "inline"), final_tensors(tmp_path, "procs")
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+def test_the_fight_recipe_is_the_default_and_typed_options_override_it(cli, tmp_path):
+    from sumo_cli.learn.recipes import FIGHT, recipe_values
+    from sumo_cli.learn.selfplay import TrainConfig
+
+    code, _, err = cli("train", "--body", "ant", "--arch", "mlp", "--envs", "2", "--steps", "40", "--epochs", "1",
+                       "--minibatches", "1", "--iterations", "1", "--approach-coef", "3")
+    assert code == 0, err
+    assert "recipe fight" in err
+    (run,) = rows(tmp_path)["Run"]
+    stored = run.config["train"]
+    assert stored["recipe"] == "fight" and stored["approach_coef"] == 3.0 and stored["n_envs"] == 2
+    for key, value in FIGHT.values.items():
+        if key not in ("approach_coef", "n_envs", "iterations"):
+            assert stored[key] == value, key
+    # the paper recipe is the dataclass defaults: runs stored before recipes resume unchanged
+    assert TrainConfig(**recipe_values("paper")) == TrainConfig(recipe="paper")
+    code, _, err = cli("train", "--body", "ant", "--recipe", "fast-one")
+    assert code == 2 and "unknown recipe 'fast-one'; choose one of fight, paper, push" in err

@@ -13,7 +13,7 @@ from sumo_cli.cli.common import db_url, err_console, friendly, open_db, print_js
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
-    "env": "--env", "horizon": "--horizon", "hidden": "--hidden", "body": "--body", "arch": "--arch", "features": "--features", "strategy": "--strategy", "name": "--name", "opponents": "--opponents",
+    "recipe": "--recipe", "env": "--env", "horizon": "--horizon", "hidden": "--hidden", "body": "--body", "arch": "--arch", "features": "--features", "strategy": "--strategy", "name": "--name", "opponents": "--opponents",
     "iterations": "--iterations", "seed": "--seed", "physics": "--physics", "envs": "--envs", "steps": "--steps",
     "shards": "--shards", "opponent_samples": "--opponent-samples", "episodes_per_opponent": "--episodes-per-opponent",
     "anneal": "--anneal", "control_coef": "--control-coef", "push_coef": "--push-coef", "move_coef": "--move-coef",
@@ -24,7 +24,7 @@ _RUN_OPTIONS = {
     "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
 }
 # Options of sumo training that mean nothing for --env locomotion, and the reverse.
-_SUMO_ONLY = ("body", "features", "opponents", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
+_SUMO_ONLY = ("recipe", "body", "features", "opponents", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
               "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "anneal_start", "start_radius",
               "start_radius_iterations", "face_opponent", "face_spread_iterations", "motionless_iterations", "motionless_fraction",
               "eval_every", "eval_bouts")
@@ -65,55 +65,57 @@ def _finished(summary: dict, json_out: bool, last_iteration: str) -> None:
 @friendly
 def train(
     ctx: typer.Context,
-    env: Optional[str] = typer.Option(None, "--env", help="sumo (default: RoboSumo bouts) or locomotion (the "
+    recipe: Optional[str] = typer.Option(None, "--recipe", rich_help_panel="Recipe and agent", help="Named preset of every setting below for a new sumo run "
+                                         "(fight: the default, wins from the standard start; paper: the paper's values; "
+                                         "push: the earlier facing-start recipe). Options given override it."),
+    env: Optional[str] = typer.Option(None, "--env", rich_help_panel="Recipe and agent", help="sumo (default: RoboSumo bouts) or locomotion (the "
                                       "nonstationary six-legged Bug on its 12 training leg pairs)."),
-    body: Optional[str] = typer.Option(None, "--body", help="ant, bug or spider (required for a new sumo run)."),
-    arch: Optional[str] = typer.Option(None, "--arch", help="mlp or lstm (default lstm)."),
-    features: Optional[str] = typer.Option(None, "--features", help="Observation features the policy adds to the original "
-                                           "observation: none, or ego (the bout's geometry in the agent's heading frame)."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", help="none, track, rl2 or meta (default none)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Agent name (default: the canonical one, e.g. ant-lstm)."),
-    opponents: Optional[str] = typer.Option(
-        None, "--opponents", help="Comma-separated opponent pool, e.g. ant-lstm,bug-lstm (name@v pins a version); "
+    body: Optional[str] = typer.Option(None, "--body", rich_help_panel="Recipe and agent", help="ant, bug or spider (required for a new sumo run)."),
+    arch: Optional[str] = typer.Option(None, "--arch", rich_help_panel="Recipe and agent", help="mlp or lstm (default lstm)."),
+    features: Optional[str] = typer.Option(None, "--features", rich_help_panel="Recipe and agent", help="Observation features the policy adds to the original "
+                                           "observation: none (paper), or ego (fight: the bout's geometry in the agent's heading frame)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", rich_help_panel="Recipe and agent", help="none, track, rl2 or meta (default none)."),
+    name: Optional[str] = typer.Option(None, "--name", rich_help_panel="Recipe and agent", help="Agent name (default: the canonical one, e.g. ant-lstm)."),
+    opponents: Optional[str] = typer.Option(None, "--opponents", rich_help_panel="Recipe and agent", help="Comma-separated opponent pool, e.g. ant-lstm,bug-lstm (name@v pins a version); "
         "'self' = own snapshots. Default: self (pure self-play)."),
-    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", help="PPO iterations (one update each; default 100)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of everything (default 0)."),
-    physics: Optional[str] = typer.Option(None, "--physics", help="faithful (RK4, default) or fast (implicitfast)."),
-    envs: Optional[int] = typer.Option(None, "--envs", help="Bout slots per iteration (default 8)."),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Steps per slot per iteration (default 512)."),
-    shards: Optional[int] = typer.Option(None, "--shards", help="Rollout jobs per iteration (default 2; fixes the result, -j only runs them)."),
-    opponent_samples: Optional[int] = typer.Option(None, "--opponent-samples", help="Opponent snapshots drawn per shard per iteration (default 8)."),
-    episodes_per_opponent: Optional[int] = typer.Option(None, "--episodes-per-opponent", help="Bouts per interaction with one opponent (default 1; rl2: 3)."),
-    anneal: Optional[int] = typer.Option(None, "--anneal", help="Iterations over which the dense-reward weight goes 1 -> 0 (default 500; 0: sparse only)."),
-    control_coef: Optional[float] = typer.Option(None, "--control-coef", help="Control cost coefficient (reference 0.1)."),
-    push_coef: Optional[float] = typer.Option(None, "--push-coef", help="Push-the-opponent-out coefficient (reference 10)."),
-    move_coef: Optional[float] = typer.Option(None, "--move-coef", help="Move-toward-the-opponent coefficient (reference 0.1)."),
-    centre_coef: Optional[float] = typer.Option(None, "--centre-coef", help="Stay-near-the-centre coefficient (reference 0: off)."),
-    approach_coef: Optional[float] = typer.Option(None, "--approach-coef", help="Reward the signed speed at which the torsos close in (default 0: off)."),
-    push_out_coef: Optional[float] = typer.Option(None, "--push-out-coef", help="Reward the speed at which the opponent leaves the centre (default 0: off)."),
-    anneal_start: Optional[float] = typer.Option(None, "--anneal-start", help="Dense-reward weight at iteration 1 (reference 1; below 1 the outcome counts from the start)."),
-    start_radius: Optional[float] = typer.Option(None, "--start-radius", help="Curriculum: start this far from the centre (reference 1.15 m)."),
-    start_radius_iterations: Optional[int] = typer.Option(None, "--start-radius-iterations", help="...moving linearly to 1.15 over this many iterations (0: stays)."),
-    face_opponent: Optional[bool] = typer.Option(None, "--face-opponent/--no-face-opponent", help="Curriculum: start turned toward the opponent."),
-    face_spread_iterations: Optional[int] = typer.Option(None, "--face-spread-iterations", help="Curriculum, with --face-opponent: the start heading's error grows to 180 degrees over this many iterations, then the reference start (default 0: always facing)."),
-    motionless_iterations: Optional[int] = typer.Option(None, "--motionless-iterations", help="Curriculum: the first iterations face motionless opponents only."),
-    motionless_fraction: Optional[float] = typer.Option(None, "--motionless-fraction", help="Curriculum: afterwards this share of opponents is motionless."),
-    lr: Optional[float] = typer.Option(None, "--lr", help="Adam learning rate (paper: 3e-4)."),
-    init_logstd: Optional[float] = typer.Option(None, "--init-logstd", help="Initial log std of the actions (default 0: std 1)."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="PPO epochs per iteration (default 10)."),
-    minibatches: Optional[int] = typer.Option(None, "--minibatches", help="Minibatches per epoch (default 8)."),
-    ent_coef: Optional[float] = typer.Option(None, "--ent-coef", help="Entropy bonus (default 0)."),
-    reward_scale: Optional[float] = typer.Option(None, "--reward-scale", help="Reward factor inside the learner (default 0.01)."),
-    snapshot_every: Optional[int] = typer.Option(None, "--snapshot-every", help="Store a version every this many iterations (default 1, as the paper)."),
-    eval_every: Optional[int] = typer.Option(None, "--eval-every", help="Evaluate vs a motionless opponent under faithful conditions every this many iterations (default 0: never)."),
-    eval_bouts: Optional[int] = typer.Option(None, "--eval-bouts", help="Bouts per evaluation (default 8)."),
-    horizon: Optional[int] = typer.Option(None, "--horizon", help="Locomotion: env steps per episode (default 100 = 5 s)."),
-    hidden: Optional[int] = typer.Option(None, "--hidden", help="Locomotion: units per hidden layer (default 64)."),
-    workers: int = typer.Option(1, "-j", "--workers", help="Processes that run the rollout shards (default 1; results do not depend on it); "
+    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", rich_help_panel="Recipe and agent", help="PPO iterations (one update each; fight 1000, paper 100)."),
+    seed: Optional[int] = typer.Option(None, "--seed", rich_help_panel="Recipe and agent", help="Seed of everything (default 0)."),
+    physics: Optional[str] = typer.Option(None, "--physics", rich_help_panel="Recipe and agent", help="faithful (RK4; paper) or fast (implicitfast; fight). Evaluations always use faithful."),
+    envs: Optional[int] = typer.Option(None, "--envs", rich_help_panel="PPO and batch", help="Bout slots per iteration (fight 64, paper 8)."),
+    steps: Optional[int] = typer.Option(None, "--steps", rich_help_panel="PPO and batch", help="Steps per slot per iteration (default 512)."),
+    shards: Optional[int] = typer.Option(None, "--shards", rich_help_panel="PPO and batch", help="Rollout jobs per iteration (default 2; fixes the result, -j only runs them)."),
+    opponent_samples: Optional[int] = typer.Option(None, "--opponent-samples", rich_help_panel="PPO and batch", help="Opponent snapshots drawn per shard per iteration (default 8)."),
+    episodes_per_opponent: Optional[int] = typer.Option(None, "--episodes-per-opponent", rich_help_panel="PPO and batch", help="Bouts per interaction with one opponent (default 1; rl2: 3)."),
+    anneal: Optional[int] = typer.Option(None, "--anneal", rich_help_panel="Reward shaping", help="Iterations over which the dense-reward weight goes to 0 (paper 500, fight 100000: held; 0: sparse only)."),
+    control_coef: Optional[float] = typer.Option(None, "--control-coef", rich_help_panel="Reward shaping", help="Control cost coefficient (paper 0.1, fight 0.02)."),
+    push_coef: Optional[float] = typer.Option(None, "--push-coef", rich_help_panel="Reward shaping", help="The reference's always-negative push term -c exp(-|opponent xy|) (paper 10, fight 0)."),
+    move_coef: Optional[float] = typer.Option(None, "--move-coef", rich_help_panel="Reward shaping", help="Move-toward-the-opponent coefficient (paper 0.1, fight 0)."),
+    centre_coef: Optional[float] = typer.Option(None, "--centre-coef", rich_help_panel="Reward shaping", help="Stay-near-the-centre coefficient (reference 0: off)."),
+    approach_coef: Optional[float] = typer.Option(None, "--approach-coef", rich_help_panel="Reward shaping", help="Reward the signed speed at which the torsos close in (paper 0: off, fight 5)."),
+    push_out_coef: Optional[float] = typer.Option(None, "--push-out-coef", rich_help_panel="Reward shaping", help="Reward the speed at which the opponent leaves the centre (paper 0: off, fight 5)."),
+    anneal_start: Optional[float] = typer.Option(None, "--anneal-start", rich_help_panel="Reward shaping", help="Dense-reward weight at iteration 1 (paper 1, fight 0.9: below 1 the outcome counts from the start)."),
+    start_radius: Optional[float] = typer.Option(None, "--start-radius", rich_help_panel="Curriculum", help="Curriculum: start this far from the centre (reference 1.15 m)."),
+    start_radius_iterations: Optional[int] = typer.Option(None, "--start-radius-iterations", rich_help_panel="Curriculum", help="...moving linearly to 1.15 over this many iterations (0: stays)."),
+    face_opponent: Optional[bool] = typer.Option(None, "--face-opponent/--no-face-opponent", rich_help_panel="Curriculum", help="Curriculum: start turned toward the opponent."),
+    face_spread_iterations: Optional[int] = typer.Option(None, "--face-spread-iterations", rich_help_panel="Curriculum", help="Curriculum, with --face-opponent: the start heading's error grows to 180 degrees over this many iterations, then the reference start (default 0: always facing)."),
+    motionless_iterations: Optional[int] = typer.Option(None, "--motionless-iterations", rich_help_panel="Curriculum", help="Curriculum: the first iterations face motionless opponents only."),
+    motionless_fraction: Optional[float] = typer.Option(None, "--motionless-fraction", rich_help_panel="Curriculum", help="Curriculum: afterwards this share of opponents is motionless."),
+    lr: Optional[float] = typer.Option(None, "--lr", rich_help_panel="PPO and batch", help="Adam learning rate (paper: 3e-4)."),
+    init_logstd: Optional[float] = typer.Option(None, "--init-logstd", rich_help_panel="PPO and batch", help="Initial log std of the actions (paper 0: std 1, fight -1)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", rich_help_panel="PPO and batch", help="PPO epochs per iteration (default 10)."),
+    minibatches: Optional[int] = typer.Option(None, "--minibatches", rich_help_panel="PPO and batch", help="Minibatches per epoch (default 8)."),
+    ent_coef: Optional[float] = typer.Option(None, "--ent-coef", rich_help_panel="PPO and batch", help="Entropy bonus (default 0)."),
+    reward_scale: Optional[float] = typer.Option(None, "--reward-scale", rich_help_panel="Reward shaping", help="Reward factor inside the learner (default 0.01)."),
+    snapshot_every: Optional[int] = typer.Option(None, "--snapshot-every", rich_help_panel="PPO and batch", help="Store a version every this many iterations (default 1, as the paper)."),
+    eval_every: Optional[int] = typer.Option(None, "--eval-every", rich_help_panel="Execution", help="Evaluate vs a motionless opponent under faithful conditions every this many iterations (default 0: never)."),
+    eval_bouts: Optional[int] = typer.Option(None, "--eval-bouts", rich_help_panel="Execution", help="Bouts per evaluation (default 8)."),
+    horizon: Optional[int] = typer.Option(None, "--horizon", rich_help_panel="Locomotion", help="Locomotion: env steps per episode (default 100 = 5 s)."),
+    hidden: Optional[int] = typer.Option(None, "--hidden", rich_help_panel="Locomotion", help="Locomotion: units per hidden layer (default 64)."),
+    workers: int = typer.Option(1, "-j", "--workers", rich_help_panel="Execution", help="Processes that run the rollout shards (default 1; results do not depend on it); "
                                 "locomotion: physics threads."),
-    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address (default: local processes)."),
-    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted training run by id, with its stored settings."),
-    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", rich_help_panel="Execution", help="Ray cluster address (default: local processes)."),
+    resume: Optional[int] = typer.Option(None, "--resume", rich_help_panel="Execution", help="Continue an interrupted training run by id, with its stored settings."),
+    json_out: bool = typer.Option(False, "--json", rich_help_panel="Execution", help="Print a JSON summary on stdout."),
 ) -> None:
     """Train an agent by PPO: self-play snapshots (the paper's pre-training) or a pool of stored
     opponents; one version per iteration; Ctrl-C keeps everything and prints the resume command."""
@@ -142,7 +144,13 @@ def train(
     else:
         if body is None:
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
-        kw = {_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env")}
+        from sumo_cli.learn.recipes import DEFAULT, recipe_values
+
+        try:
+            kw = recipe_values((recipe or DEFAULT).strip().lower())
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        kw.update({_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env", "recipe")})
         kw["body"] = body.strip().lower()
         kw["arch"] = (arch or "lstm").strip().lower()
         kw["strategy"] = (strategy or "none").strip().lower()
@@ -169,7 +177,8 @@ def train(
     quiet = json_out or not err_console.is_terminal
     if not json_out:
         err_console.print(
-            f"training run {run_id}: {agent_name} ({cfg.body}, {cfg.policy_arch}, strategy {cfg.strategy}) "
+            f"training run {run_id}: {agent_name} ({cfg.body}, {cfg.policy_arch}, strategy {cfg.strategy}"
+            f"{', recipe ' + cfg.recipe if cfg.recipe else ''}) "
             f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {cfg.steps_per_iteration} "
             f"env steps ({cfg.n_envs} x {cfg.num_steps}), {cfg.physics} physics, {executor.workers} worker(s)",
             highlight=False,

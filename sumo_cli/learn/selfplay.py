@@ -83,6 +83,7 @@ class StoredConfig:
 class TrainConfig(StoredConfig):
     """Everything that determines a training run (stored with the run; resume reuses it)."""
 
+    recipe: str = ""  # the named preset (learn.recipes) this run started from; provenance only
     body: str = "ant"
     arch: str = "lstm"  # mlp | lstm (RL^2 is the strategy rl2 on an lstm)
     features: str = "none"  # extra observation numbers the policy computes (nets.features): none | ego
