@@ -12,6 +12,7 @@ from sumo_cli.bench.game_bench import random_agent
 from sumo_cli.compete import game as G
 from sumo_cli.compete.engine import Fixture, play_games
 from sumo_cli.compete.game import GameSettings, play_game
+from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 from sumo_cli.nets.numpy_actor import NumpyActor
 from sumo_cli.nets.stacked_actor import StackedActor
@@ -49,9 +50,16 @@ def _fixtures(rounds: int = 3, episodes: int = 2) -> list[Fixture]:
     spec = P.PolicySpec("mlp", ant_mlp.spec["obs_dim"], ant_mlp.spec["act_dim"])
     ant_mlp.spec = spec.to_dict()
     ant_mlp.params = {k: v.numpy() for k, v in P.init_params(spec, torch.Generator().manual_seed(3)).items()}
+    # a policy that appends features to its observation (PolicySpec.view), adapting by tracking
+    ego_spec = P.PolicySpec("mlp", spec.obs_dim + 13, spec.act_dim, features="ego")
+    stats = nz.new_stats(ego_spec.obs_dim)
+    ant_ego = replace(ant_mlp, name="bench-ant-ego", strategy="track", spec=ego_spec.to_dict(),
+                      params={k: v.numpy() for k, v in P.init_params(ego_spec, torch.Generator().manual_seed(4)).items()},
+                      obs_stats={"sum": stats["sum"].numpy(), "sumsq": stats["sumsq"].numpy() + 1.0,
+                                 "count": stats["count"].numpy() + 1.0})
     pairs = [(ant["track"], bug["none"]), (ant["meta"], ant["none"]), (ant["rl2"], bug["meta"]),
              (bug["track"], ant["rl2"]), (ant["none"], ant["none"]), (ant_mlp, bug["track"]),
-             (ant["track"], ant["meta"])]
+             (ant_ego, ant["none"]), (ant["track"], ant["meta"])]
     return [Fixture(i, a, b, settings, 100 + i) for i, (a, b) in enumerate(pairs)]
 
 
@@ -95,7 +103,8 @@ def test_engine_games_equal_games_played_alone(monkeypatch):
     seen = _record_experiences(monkeypatch)
     alone = {f.key: _plain(play_game(f.a, f.b, f.settings, f.seed)) for f in fixtures}
     alone_exps = dict(seen)
-    assert len(alone_exps) == len(fixtures) and all(len(v) == 2 * 2 for v in alone_exps.values())
+    adapting = {f.key: sum(x.strategy in ("track", "meta") for x in (f.a, f.b)) for f in fixtures}
+    assert sorted(len(v) for v in alone_exps.values()) == sorted(2 * n for n in adapting.values() if n)
     for concurrency in (len(fixtures), 3):
         seen.clear()
         assert {k: _plain(r) for k, r in play_games(fixtures, concurrency=concurrency)} == alone
@@ -106,7 +115,7 @@ def test_engine_games_equal_games_played_alone(monkeypatch):
 
 @pytest.mark.slow
 def test_engine_game_alone_equals_game_among_others(monkeypatch):
-    """A track-vs-meta game (both adapting every round) alone in the engine and among six others
+    """A track-vs-meta game (both adapting every round) alone in the engine and among seven others
     that share its agents, bodies and policy specs."""
     fixtures = _fixtures(rounds=4)
     target = fixtures[-1]

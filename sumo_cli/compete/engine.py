@@ -248,8 +248,9 @@ def play_games(fixtures: list[Fixture], concurrency: int = CONCURRENCY) -> Itera
                     continue
                 terminated = (g.reason == 1) | (g.reason == 2)
                 for side, final in ((g.side_a, g.final_a), (g.side_b, g.final_b)):
-                    players.append(side.p)
-                    exps.append(side.experience(g.lengths, terminated, final))
+                    if side.p.strategy in S.ADAPTING:
+                        players.append(side.p)
+                        exps.append(side.experience(g.lengths, terminated, final))
                 adapting.append(g)
             S.adapt(players, exps)
             if adapting:

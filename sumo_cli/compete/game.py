@@ -326,8 +326,8 @@ def play_game(
                 on_round(rr)
             if r == last:
                 break
-            exp_a = side_a.experience(lengths, terminated, final_a)
-            exp_b = side_b.experience(lengths, terminated, final_b)
+            exp_a = side_a.experience(lengths, terminated, final_a) if pa.strategy in S.ADAPTING else None
+            exp_b = side_b.experience(lengths, terminated, final_b) if pb.strategy in S.ADAPTING else None
             t3 = time.perf_counter()
             S.adapt([pa], [exp_a])
             t4 = time.perf_counter()

@@ -24,6 +24,8 @@ from torch import Tensor
 from sumo_cli.nets import policy as P
 
 STRATEGIES = ("none", "track", "meta", "rl2")
+#: Strategies that change parameters between rounds (the others need no round experience).
+ADAPTING = ("track", "meta")
 #: Strategies whose adaptation needs value estimates of the round's steps.
 NEEDS_VALUES = ("track", "meta")
 
@@ -76,8 +78,9 @@ def start_game(players: list[Player]) -> None:
         p.scratch = {}
 
 
-def adapt(players: list[Player], experiences: list[Experience]) -> None:
-    """Update each player's ``params`` from its round's experience."""
+def adapt(players: list[Player], experiences: list[Experience | None]) -> None:
+    """Update each player's ``params`` from its round's experience (None for a player whose
+    strategy is not in :data:`ADAPTING`)."""
     by_kind: dict[tuple, list[int]] = {}
     for i, p in enumerate(players):
         by_kind.setdefault((p.strategy, p.spec), []).append(i)
