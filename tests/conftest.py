@@ -12,6 +12,31 @@ import pytest
 ZOO_DIR = os.environ.get("SUMO_ZOO_DIR")
 POSTGRES_URL = os.environ.get("SUMO_TEST_POSTGRES")
 
+# Every process the tests start inherits this tag, orphans included; the session ends by checking
+# that none of them is left (see pytest_sessionfinish). Unrelated processes are never looked at.
+SESSION_TAG = uuid.uuid4().hex
+os.environ["SUMO_TEST_SESSION"] = SESSION_TAG
+
+
+def _own_resource_tracker() -> int | None:
+    """multiprocessing's resource tracker of this pytest process: it ends with pytest itself."""
+    import sys
+
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    return getattr(getattr(tracker, "_resource_tracker", None), "_pid", None) if tracker else None
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001
+    import processes
+
+    left = [p for p in processes.tagged(SESSION_TAG) if p != _own_resource_tracker()]
+    left = processes.wait_gone(left, timeout=10)
+    if left:
+        lines = "\n".join(f"  {p}: {processes.cmdline(p)[:200]}" for p in left)
+        session.config.get_terminal_writer().line(
+            f"\nthe test session left {len(left)} process(es) behind:\n{lines}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 @pytest.fixture
 def one_torch_thread():
     """Tiny tensors: one intra-op thread is faster, and the machine's cores are shared."""

@@ -6,10 +6,14 @@ else. A UserError becomes its one sentence on stderr and exit code 2.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
+import shlex
+import signal
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import typer
 from rich.console import Console
@@ -66,3 +70,43 @@ def require_positive(value: int, what: str) -> int:
     if value < 1:
         raise UserError(f"{what} must be at least 1, got {value}")
     return value
+
+
+def resume_command(ctx: typer.Context, rest: str) -> str:
+    """``sumo --db DB <rest>``: a command that continues a run as printed, from any directory. An
+    SQLite file is named by its absolute path; a server URL that came from SUMO_DB is left out (the
+    shell still has it), so a password in it is not printed."""
+    from sumo_cli.store.database import resolve_url, sqlite_path
+
+    given = db_url(ctx)
+    url = resolve_url(given)
+    path = sqlite_path(url)
+    if path is not None:
+        db = str(path)
+    elif given and given != os.environ.get("SUMO_DB"):
+        db = given
+    else:
+        db = None
+    return "sumo " + (f"--db {shlex.quote(db)} " if db else "") + rest
+
+
+@contextlib.contextmanager
+def first_interrupt_only() -> Iterator[None]:
+    """The first Ctrl-C raises KeyboardInterrupt as usual; later ones are ignored, so a second
+    Ctrl-C cannot break the saving and clean-up that the first one started."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:  # ignored (a background job) or someone else's
+        yield
+        return
+
+    def once(signum, frame):  # noqa: ANN001
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGINT, once)
+    except ValueError:  # not the main thread
+        yield
+        return
+    yield
+    signal.signal(signal.SIGINT, previous)  # only on success: after a Ctrl-C the process is exiting

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, open_db, print_json, resume_command
 
 
 def shares_table(history: list[dict], key: str):  # noqa: ANN201
@@ -75,10 +75,12 @@ def evolve(
             err_console.print(f"generation {g}: " + ", ".join(f"{k} {v:.0%}" for k, v in shares[by].items()))
 
     try:
-        history = runner.run(executor, on_generation=on_generation)
+        with first_interrupt_only():
+            history = runner.run(executor, on_generation=on_generation)
     except KeyboardInterrupt:
         executor.close()
-        err_console.print(f"[yellow]interrupted[/]: finished games are stored. Resume with: sumo evolve --resume {run_id}")
+        err_console.print(f"[yellow]interrupted[/]: finished games are stored. Resume with: "
+                          f"{resume_command(ctx, f'evolve --resume {run_id}')}", highlight=False, soft_wrap=True)
         raise typer.Exit(130)
     executor.close()
     if plot is not None:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, open_db, print_json, resume_command
 
 
 def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: ANN201
@@ -22,10 +22,6 @@ def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: A
         table.add_row(str(r["rank"]), r["agent"], f"{r['mu']:.2f} ± {2 * r['sigma']:.2f}", f"{r['conservative']:.2f}",
                       str(r["games"]), f"{r['wins']}/{r['draws']}/{r['losses']}", bt_text)
     return table
-
-
-def _resume_hint(run_id: int) -> str:
-    return f"sumo tournament --resume {run_id}"
 
 
 @friendly
@@ -101,14 +97,14 @@ def tournament(
             progress.console.print(leaderboard_table(rows, f"after {runner.rated} rated games", top))
 
     try:
-        with progress:
+        with first_interrupt_only(), progress:
             task = progress.add_task("games", total=len(runner.schedule), completed=0)
             board = runner.run(executor, on_game)
     except KeyboardInterrupt:
         executor.close()
         err_console.print(
             f"[yellow]interrupted[/]: {len(runner.outcomes)} of {len(runner.schedule)} games are stored. "
-            f"Resume with: {_resume_hint(run_id)}"
+            f"Resume with: {resume_command(ctx, f'tournament --resume {run_id}')}", highlight=False, soft_wrap=True,
         )
         raise typer.Exit(130)
     executor.close()

@@ -7,14 +7,30 @@ arguments returning plain results: only the driver touches the database.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from sumo_cli.errors import UserError
 
 
-def _init_worker() -> None:
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def _init_worker(parent: int | None = None) -> None:
+    # Ctrl-C reaches the whole process group: the driver alone handles it and ends its workers,
+    # which would otherwise print tracebacks and finish the games in flight first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        # A driver killed with SIGKILL cannot end its workers: they notice being orphaned instead.
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="sumo-parent-watch").start()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MKL_NUM_THREADS", "1")
     try:
@@ -23,6 +39,19 @@ def _init_worker() -> None:
         torch.set_num_threads(1)
     except ImportError:  # pragma: no cover
         pass
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: the workers' initializer still ignores SIGINT
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Executor(Protocol):
@@ -74,7 +103,13 @@ class ProcessExecutor:
         import multiprocessing as mp
 
         self.workers = workers
-        self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker)
+        self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                         initargs=(os.getpid(),))
+        # Start every worker now with SIGINT ignored (a disposition kept across exec), so that a
+        # Ctrl-C while a worker is still starting up cannot interrupt it either.
+        with _sigint_ignored():
+            for _ in range(workers):
+                self._pool.submit(int)
 
     def run(self, fn, jobs):  # noqa: ANN001
         def finished(pending: dict) -> list:
@@ -84,7 +119,15 @@ class ProcessExecutor:
         return _stream(jobs, 2 * self.workers, lambda args: self._pool.submit(fn, *args), finished)
 
     def close(self) -> None:
+        """Cancel what has not started and end the workers at once: after a Ctrl-C, games in flight
+        are not waited for (their results would be thrown away)."""
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            if proc.is_alive():
+                proc.kill()
+        for proc in processes:
+            proc.join(timeout=5)
 
 
 class RayExecutor:
