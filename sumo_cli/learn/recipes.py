@@ -57,9 +57,9 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
     "init_logstd": -1.0,
     # Motionless opponents first (a target that does not run away), then self-play against the own
     # snapshots with a share of motionless opponents kept, so pushing a standing body is not forgotten.
-    "motionless_iterations": 100_000,
-    "motionless_fraction": 0.0,
-    "iterations": 1000,
+    "motionless_iterations": 200,
+    "motionless_fraction": 0.3,
+    "iterations": 600,
 })
 
 RECIPES = {r.name: r for r in (FIGHT, PAPER, PUSH)}

@@ -1,0 +1,64 @@
+"""Copy versions of a trained agent into ``policies/`` with their provenance (a maintainer's tool).
+
+    python scripts/ship_policy.py --db ~/sumo-runs/train.sqlite --agent ego-ant --versions 48,240 \
+        --as ant-mlp --command "sumo train --body ant --arch mlp --seed 4 ..." --code-commit abc1234
+
+Env steps and wall time are read from the training run's stored iterations (wall time summed up to
+the shipped version); the command and the code commit are given, since a run resumed across
+commits cannot tell which command line started it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sqlalchemy import select
+
+from sumo_cli import shipped
+from sumo_cli.store import registry
+from sumo_cli.store.database import Database
+from sumo_cli.store.models import Iteration, Run, Version
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--agent", required=True, help="the trained agent's name in that database")
+    ap.add_argument("--versions", required=True, help="comma-separated versions to ship; the last is the default")
+    ap.add_argument("--as", dest="name", required=True, help="the shipped agent's name")
+    ap.add_argument("--command", required=True, help="the sumo command that reproduces the run")
+    ap.add_argument("--code-commit", required=True)
+    ap.add_argument("--notes", default="")
+    ap.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "policies"))
+    args = ap.parse_args(argv)
+    wanted = [int(v) for v in args.versions.split(",")]
+    db = Database(args.db if "://" in args.db else f"sqlite:///{Path(args.db).expanduser().resolve()}")
+    with db.read() as s:
+        agent = registry.get_agent(s, args.agent)
+        if agent is None:
+            sys.exit(f"no agent {args.agent!r} in {args.db}")
+        rows = {v.version: v for v in agent.versions}
+        run = s.get(Run, agent.origin["run_id"])
+        its = {i.iteration: i for i in s.scalars(select(Iteration).where(Iteration.run_id == run.id))}
+        versions = []
+        for v in wanted:
+            row: Version = rows[v]
+            steps = its[row.iteration].env_steps if row.iteration in its else None
+            versions.append((v, Path(row.checkpoint_path), row.sha256, row.iteration, steps))
+        last = rows[wanted[-1]].iteration
+        wall = sum(i.wall_seconds for k, i in its.items() if k <= last)
+        provenance = {
+            "command": args.command, "seed": run.seed, "env_steps": its[last].env_steps, "iterations": last,
+            "wall_seconds": round(wall, 1), "code_commit": args.code_commit, "trained_as": args.agent,
+            "config": run.config.get("train", {}), "notes": args.notes,
+        }
+        body, arch, strategy = agent.body, agent.arch, agent.strategy
+    entry = shipped.ship(Path(args.to), args.name, body, arch, strategy, versions, provenance, default_version=wanted[-1])
+    print(f"shipped {args.name}: versions {[v['version'] for v in entry['versions']]} into {args.to}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
