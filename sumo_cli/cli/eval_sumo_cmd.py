@@ -35,7 +35,7 @@ def sumo_curve(
     agent: str = typer.Argument(..., help="A trained agent (sumo train), e.g. push-ant."),
     versions: Optional[str] = typer.Option(None, "--versions", help="Comma-separated versions (0 = the untrained start). Default: --points spread evenly."),
     points: int = typer.Option(6, "--points", help="How many versions to spread from 0 to the latest (default 6)."),
-    against: str = typer.Option("motionless,random", "--against", help="Comma-separated opponents: motionless, random, or stored agents (name@v)."),
+    against: str = typer.Option("motionless,random", "--against", help="Comma-separated opponents: motionless, random (of the agent's own body; motionless-bug, random-ant, ... name another body), or stored agents (name@v)."),
     bouts: int = typer.Option(16, "--bouts", help="Seeded bouts per version and opponent (default 16)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bouts (the same for every version)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful (RK4, default) or fast."),
@@ -60,6 +60,7 @@ def sumo_curve(
     from sumo_cli import library
     from sumo_cli.compete.bouts import MOTIONLESS, RANDOM, play_bouts, summary
     from sumo_cli.compete.game import AgentData
+    from sumo_cli.sim.bodies import BODIES
 
     db = open_db(ctx)
     stored, steps_per_version, theta0 = library.training_curve_points(db, agent)
@@ -68,8 +69,9 @@ def sumo_curve(
     chosen = _pick(stored, versions, points)
     if 0 in chosen and theta0 is None:
         raise UserError(f"{agent!r} was not trained here, so it has no untrained start (version 0); pick stored versions")
-    fixed = {MOTIONLESS, RANDOM}
-    opp_data = {o: (o if o in fixed else AgentData.from_loaded(library.load_agent(db, o))) for o in opponents}
+    fixed = {f"{kind}-{b}": (kind, b) for kind in (MOTIONLESS, RANDOM) for b in BODIES}
+    fixed.update({MOTIONLESS: (MOTIONLESS, None), RANDOM: (RANDOM, None)})
+    opp_data = {o: (fixed[o] if o in fixed else AgentData.from_loaded(library.load_agent(db, o))) for o in opponents}
     name = library.load_agent(db, agent).name
     rows = []
     with err_console.status("playing bouts") as status:
@@ -81,7 +83,8 @@ def sumo_curve(
                 opp = opp_data[o]
                 if isinstance(opp, AgentData) and opp.spec.get("arch") == "rl2" or me.spec.get("arch") == "rl2":
                     raise UserError("RL^2 agents need their reward inputs: compare them in games (sumo play)")
-                s = summary(play_bouts(me, opp, bouts, seed, physics=physics, face_opponent=face_opponent))
+                kind, body = opp if isinstance(opp, tuple) else (opp, None)
+                s = summary(play_bouts(me, kind, bouts, seed, physics=physics, opp_body=body, face_opponent=face_opponent))
                 rows.append({"version": v, "env_steps": v * steps_per_version if steps_per_version else None,
                              "opponent": o, **s})
     doc = {"agent": name, "bouts": bouts, "seed": seed, "physics": physics, "start": "facing" if face_opponent else "reference",
