@@ -11,6 +11,9 @@ import pytest
 
 ZOO_DIR = os.environ.get("SUMO_ZOO_DIR")
 POSTGRES_URL = os.environ.get("SUMO_TEST_POSTGRES")
+# The agents shipped in policies/ would join every test database (and take the canonical names
+# tests train under); tests that are about them set SUMO_POLICIES themselves.
+os.environ["SUMO_POLICIES"] = ""
 
 # Every process the tests start inherits this tag, orphans included; the session ends by checking
 # that none of them is left (see pytest_sessionfinish). Unrelated processes are never looked at.

@@ -114,3 +114,11 @@ def test_shipped_agents_push_a_motionless_ant_off_from_the_standard_start(name, 
     bouts = play_bouts(data, MOTIONLESS, n=16, seed=2026, physics="faithful", opp_body="ant")
     won = sum(b.outcome == "win" for b in bouts)
     assert won >= 13, f"{name} won {won} of 16 bouts against a motionless Ant"
+
+
+def test_every_command_sees_the_shipped_agents_on_a_fresh_database(policies, cli):
+    code, out, err = cli("agents", "--json")
+    assert code == 0, err
+    listed = json.loads(out)
+    names = [a["name"] for a in (listed["agents"] if isinstance(listed, dict) else listed)]
+    assert "ant-mlp" in names

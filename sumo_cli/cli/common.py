@@ -56,9 +56,12 @@ def resolved_db_url(ctx: typer.Context) -> str:
 
 
 def open_db(ctx: typer.Context):  # noqa: ANN201
+    from sumo_cli.shipped import register_shipped
     from sumo_cli.store.database import Database
 
-    return Database(resolved_db_url(ctx))
+    db = Database(resolved_db_url(ctx))
+    register_shipped(db)  # the agents in policies/: every database sees them without the user doing anything
+    return db
 
 
 def print_json(doc: Any) -> None:
