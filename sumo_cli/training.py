@@ -94,8 +94,12 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
             ref = names.parse(token)
             rv = registry.resolve(s, token)  # unknown names: one sentence with close matches
             opponents.append(Opponent(rv.agent_name, rv.body, rv.version if ref.version else None))
+        files = [(v.checkpoint_path, v.sha256) for op in opponents if op.name != SP.SELF
+                 for v in registry.get_agent(s, op.name).versions if op.pinned is None or v.version == op.pinned]
     if not opponents:
         raise UserError("--opponents is empty; give agent names, or self for self-play")
+    for path, sha in files:  # a missing or corrupt opponent is refused now, before the run is written
+        load_checkpoint(path, sha)
     return agent_name, opponents
 
 

@@ -73,6 +73,10 @@ def tournament(
         if physics not in ("faithful", "fast"):
             raise UserError(f"--physics must be faithful or fast, got {physics!r}")
         config = T.tournament_config(members, matches, rounds, episodes, physics, draw_probability)
+        from sumo_cli.library import load_agent
+
+        for m in members:  # a missing or corrupt checkpoint is refused before the run is written
+            load_agent(db, m.name)
         run_id = T.create_tournament(db, members, config, seed)
     else:
         run_id = resume
