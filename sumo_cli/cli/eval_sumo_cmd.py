@@ -10,7 +10,7 @@ import typer
 from sumo_cli.cli.common import err_console, friendly, open_db, print_json
 
 
-def _pick(versions: list[int], wanted: Optional[str], points: int) -> list[int]:
+def _pick(versions: list[int], wanted: Optional[str], points: int, has_start: bool = True) -> list[int]:
     from sumo_cli.errors import UserError
 
     if wanted:
@@ -25,8 +25,11 @@ def _pick(versions: list[int], wanted: Optional[str], points: int) -> list[int]:
         return chosen
     if points < 2:
         raise UserError(f"--points must be at least 2, got {points}")
+    # the stored versions nearest to evenly spread points (an agent shipped or imported keeps only a
+    # few versions, and has no untrained start to play as version 0)
     last = versions[-1]
-    return sorted({0, *(round(last * i / (points - 1)) for i in range(1, points))})
+    near = {min(versions, key=lambda v: abs(v - last * i / (points - 1))) for i in range(1, points)}
+    return sorted(near | ({0} if has_start else set()))
 
 
 @friendly
@@ -66,7 +69,7 @@ def sumo_curve(
     stored, steps_per_version, theta0 = library.training_curve_points(db, agent)
     if not stored:
         raise UserError(f"agent {agent!r} has no versions yet")
-    chosen = _pick(stored, versions, points)
+    chosen = _pick(stored, versions, points, has_start=theta0 is not None)
     if 0 in chosen and theta0 is None:
         raise UserError(f"{agent!r} was not trained here, so it has no untrained start (version 0); pick stored versions")
     fixed = {f"{kind}-{b}": (kind, b) for kind in (MOTIONLESS, RANDOM) for b in BODIES}
