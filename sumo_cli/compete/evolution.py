@@ -51,7 +51,7 @@ class EvolutionRunner:
     def __init__(self, db: Database, run_id: int):
         self.db = db
         self.config, self.seed, self.members, loaded = open_run(
-            db, run_id, "evolution", f"evolution run {run_id} is already finished; `sumo runs` lists runs")
+            db, run_id, "evolution", f"evolution run {run_id} is already finished; `sumo runs show {run_id}` shows it")
         self.run_id = run_id
         self.data = [AgentData.from_loaded(x) for x in loaded]
         self.version_ids = [x.version_id for x in loaded]

@@ -109,7 +109,7 @@ class TournamentRunner:
     def __init__(self, db: Database, run_id: int):
         self.db = db
         self.config, self.seed, self.members, loaded = open_run(
-            db, run_id, "tournament", f"tournament run {run_id} is already finished; `sumo tournament --show {run_id}` shows it")
+            db, run_id, "tournament", f"tournament run {run_id} is already finished; `sumo runs show {run_id}` shows it")
         self.run_id = run_id
         self.schedule: list[ScheduledGame] = random_pairs(len(self.members), self.config["matches"], self.seed)
         self.env = R.make_env(self.config["draw_probability"])
