@@ -4,16 +4,17 @@ Per strategy of agent A (against a non-adapting B) it plays ``concurrent`` short
 one engine (compete/engine.py, what tournament and evolution workers run) and splits the engine's
 wall time into physics, policy calls, adaptation and bookkeeping; as the reference, measured in the
 same run, it plays a few of the same games one at a time with play_game. Ratios are per game-round.
-The meta strategy's adaptation is timed separately at its steady state (a full 75-episode buffer,
-all the engine's meta agents adapted in one call). The paper's 100-round game is projected from the
-per-round figures, and tournament and evolution wall times from it for 1..64 workers (local
-processes or Ray workers, one core each).
+The meta strategy's adaptation is timed separately at its steady state (a full 75-episode buffer;
+four agents adapted in one call, which updates them one after another). The paper's 100-round game
+is projected from the per-round figures, and tournament and evolution wall times from it for 1..64
+workers (local processes or Ray workers, one core each).
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import resource
 import time
 from dataclasses import replace
 
@@ -51,6 +52,10 @@ def random_agent(body: str, strategy: str, seed: int) -> AgentData:
     stats = {"sum": stats["sum"], "sumsq": stats["sumsq"] + 1.0, "count": stats["count"] + 1.0}  # unit std
     return AgentData(f"bench-{body}-{strategy}", 1, body, strategy, spec.to_dict(),
                      {k: v.numpy() for k, v in params.items()}, {k: v.numpy() for k, v in stats.items()})
+
+
+#: Meta agents adapted together when timing the steady state.
+META_TEAM = 4
 
 
 def meta_steady_state_seconds(a: AgentData, episode_length: int, players: int = 1, rounds: int = 3,
@@ -134,7 +139,9 @@ def run(body_a: str = "ant", body_b: str = "ant", rounds: int = 5, episodes: int
         reference = _split(ref_results, time.perf_counter() - t, rounds) if ref_results else None
         if strategy == "meta":
             length = max(1, int(round(engine["mean_episode_length"])))
-            engine["adapt"] = meta_steady_state_seconds(a, length, players=concurrent, episodes=episodes) / concurrent
+            # S.adapt updates meta agents one after another, so a few stand for all of them
+            team = min(concurrent, META_TEAM)
+            engine["adapt"] = meta_steady_state_seconds(a, length, players=team, episodes=episodes) / team
             if reference is not None:
                 reference["adapt"] = meta_steady_state_seconds(a, length, players=1, episodes=episodes)
         row = {"engine": _ratios(engine), "reference": _ratios(reference) if reference else None}
@@ -153,6 +160,8 @@ def run(body_a: str = "ant", body_b: str = "ant", rounds: int = 5, episodes: int
     counts = sorted({1, 2, 4, cores, 16, 64})
     return {
         "cpu": cpu_model(), "cores": cores, "torch_threads_per_game": 1, "physics": physics,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
         "bodies": [a.body, b.body] if rows else [body_a, body_b], "concurrent_games": concurrent,
         "short_setting": {"rounds": rounds, "episodes": episodes}, "reference_games": reference_games,
         "agents": "given" if agents is not None else "fresh zoo-sized LSTM weights",
