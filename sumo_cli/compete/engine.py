@@ -8,8 +8,9 @@ every game in flight plays its next round, and
   in one call per pairing per step;
 - every agent's policy runs in one :class:`~sumo_cli.nets.stacked_actor.StackedActor` call per
   policy spec (architecture and sizes) per step, over the sides of all games still in their round;
-- after the phase, all agents adapt through one :func:`~sumo_cli.learn.strategies.adapt` call (which
-  groups them by strategy and architecture).
+- after the phase, every adapting agent goes through one :func:`~sumo_cli.learn.strategies.adapt`
+  call (which groups them by strategy and architecture, and for now updates them one after
+  another: a batched update must first give each agent exactly what it gets alone).
 
 A game starts in the first phase after a slot frees and ends after its own last round, so games
 start and end independently. Everything random is per game (the bouts' starts from
