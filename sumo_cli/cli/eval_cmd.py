@@ -55,16 +55,24 @@ def locomotion(
     if json_out:
         print_json(doc)
         return
-    from rich.table import Table
-
-    table = Table(title=f"mean episodic reward ± 95% CI per episode ({repeats} repeats; run {doc['run_id']})")
-    table.add_column("agent (strategy)", no_wrap=True)
-    table.add_column("pair", no_wrap=True)
-    for k in range(1, 8):
-        table.add_column(f"ep {k}", justify="right", no_wrap=True)
-    for r in doc["results"]:
-        table.add_row(f"{r['agent']} ({r['strategy']})", r["pair"],
-                      *(f"{m:.1f}±{c:.1f}" for m, c in zip(r["mean"], r["ci95"])))
-    err_console.print(table)
+    for table in locomotion_tables(doc["results"], repeats, doc["run_id"]):
+        err_console.print(table)
     if plot is not None:
         err_console.print(f"figure written to {doc['plot']}", highlight=False)
+
+
+def locomotion_tables(results: list[dict], repeats: int, run_id: int) -> list:
+    """One table per agent (rows: the held-out pairs; columns: the 7 episodes), narrow enough for
+    80 columns with every figure whole."""
+    from sumo_cli.cli.tables import whole_words_table
+
+    by_agent: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        by_agent.setdefault((r["agent"], r["strategy"]), []).append(r)
+    tables = []
+    for (agent, strategy), rows in by_agent.items():
+        cells = [[r["pair"], *(f"{m:.1f} ±{c:.1f}" for m, c in zip(r["mean"], r["ci95"]))] for r in rows]
+        title = f"{agent} ({strategy}): mean episodic reward ± 95% CI per episode ({repeats} repeats; run {run_id})"
+        tables.append(whole_words_table(title, ["pair", *(f"ep {k}" for k in range(1, 8))], cells, err_console.width,
+                                        left=("pair",)))
+    return tables

@@ -11,17 +11,16 @@ from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, ope
 
 
 def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: ANN201
-    from rich.table import Table
+    from sumo_cli.cli.tables import whole_words_table
 
-    table = Table(title=title)
-    for col in ("rank", "agent", "mu ± 2σ", "mu - 3σ", "games", "W/D/L", "Bradley-Terry (95%)"):
-        table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
+    cells = []
     for r in rows[:limit]:
         bt = r.get("bradley_terry")
         bt_text = f"{bt['strength']:+.2f} ({bt['low']:+.2f}, {bt['high']:+.2f})" if bt else "-"
-        table.add_row(str(r["rank"]), r["agent"], f"{r['mu']:.2f} ± {2 * r['sigma']:.2f}", f"{r['conservative']:.2f}",
-                      str(r["games"]), f"{r['wins']}/{r['draws']}/{r['losses']}", bt_text)
-    return table
+        cells.append([str(r["rank"]), r["agent"], f"{r['mu']:.2f} ±{2 * r['sigma']:.2f}", f"{r['conservative']:.2f}",
+                      str(r["games"]), f"{r['wins']}/{r['draws']}/{r['losses']}", bt_text])
+    headers = ["rank", "agent", "mu ± 2σ", "mu - 3σ", "games", "W/D/L", "Bradley-Terry (95%)"]
+    return whole_words_table(title, headers, cells, err_console.width, drop_order=("games", "W/D/L"), left=("agent",))
 
 
 @friendly
@@ -126,7 +125,12 @@ def tournament(
                     "draw_probability": runner.config["draw_probability"]})
         return
     err_console.print(leaderboard_table(rows, f"final leaderboard, run {run_id} ({board.rated} games)", top))
+    print_categories(cats)
+
+
+def print_categories(cats: dict) -> None:
     for key, groups in cats.items():
         err_console.print(
-            f"by {key}: " + "; ".join(f"{g[key]} mu {g['mean_mu']:.2f} (sd {g['sd_mu']:.2f}, {g['agents']} agents)" for g in groups)
+            f"by {key}: " + "; ".join(f"{g[key]} mu {g['mean_mu']:.2f} (sd {g['sd_mu']:.2f}, {g['agents']} agents)" for g in groups),
+            highlight=False,
         )
