@@ -93,3 +93,11 @@ def test_processes_creating_one_new_database_at_once_all_succeed(tmp_path):
         for proc in procs:
             _, err = proc.communicate(timeout=120)
             assert proc.returncode == 0, err
+
+
+def test_help_shows_no_value_after_flags(cli):
+    for args in (("runs", "--help"), ("tournament", "--help"), ("train", "--help")):
+        code, out, _ = cli(*args)
+        assert code == 0 and "--json" in out and "<bool>" not in out, out
+    code, out, _ = cli("runs", "--help")
+    assert "<int>" in out  # options that take a value still say which

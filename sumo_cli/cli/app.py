@@ -25,6 +25,21 @@ from sumo_cli.cli import (
     zoo_cmd,
 )
 
+def _flags_take_no_value() -> None:
+    """Typer's help shows a type after every option, flags too (``--json <bool>``), which reads as
+    if they took a value: show none for flags."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self, ctx):  # noqa: ANN001, ANN202
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_take_no_value()
+
 app = typer.Typer(
     name="sumo",
     help="Continuous adaptation via meta-learning in competitive RoboSumo.",
