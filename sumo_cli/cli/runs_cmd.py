@@ -10,7 +10,8 @@ import typer
 
 from sumo_cli.cli.common import err_console, friendly, open_db, print_json
 
-app = typer.Typer(help="List runs, or show one with its per-iteration training metrics.", invoke_without_command=True)
+app = typer.Typer(help="List runs, or show one: a training run's metrics, a tournament's leaderboard, an evolution's shares.",
+                  invoke_without_command=True)
 
 # `sumo runs show` prints at most about this many iteration rows unless --every says otherwise.
 MAX_ROWS = 25
@@ -52,31 +53,63 @@ def list_runs(
 def show(
     ctx: typer.Context,
     run_id: int = typer.Argument(..., help="Run id from `sumo runs`."),
-    plot: Optional[str] = typer.Option(None, "--plot", help="Write a training run's curves (outcome rates, return, closest distance, alpha against env steps) to this PNG."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Write a PNG: a training run's curves (outcome rates, return, closest distance, alpha against env steps), or an evolution's shares per generation."),
+    heatmap: Optional[str] = typer.Option(None, "--heatmap", help="Write a tournament's win-probability heatmap of the top agents (PNG)."),
     every: Optional[int] = typer.Option(None, "--every", help=f"Print every N-th iteration (and the last); default: at most about {MAX_ROWS} rows."),
-    json_out: bool = typer.Option(False, "--json", help="Print the run and every iteration's metrics as JSON on stdout."),
+    top: int = typer.Option(20, "--top", help="Agents in a tournament's printed leaderboard and heatmap."),
+    by: str = typer.Option("kind", "--by", help="Grouping of an evolution's table and plot: body, arch, strategy or kind."),
+    json_out: bool = typer.Option(False, "--json", help="Print the run and its results (iterations, leaderboard or generations) as JSON on stdout."),
 ) -> None:
-    """Show one run, and a training run's per-iteration metrics.
+    """Show one run as it stands: its settings, and a training run's per-iteration metrics, a
+    tournament's leaderboard or an evolution's shares per generation.
 
     Prints the run's kind, status, progress, seed and settings; for a training run also a table of
     its iterations (outcome rates of the training bouts, mean faithful return, mean closest
-    distance, alpha, steps/s), or with --plot a figure of them against env steps."""
+    distance, alpha, steps/s), or with --plot a figure of them against env steps; for a tournament
+    the leaderboard (TrueSkill, W/D/L, Bradley-Terry) and the per-body, -architecture and -strategy
+    summaries, --heatmap for the win probabilities; for an evolution the shares of every
+    generation, --plot for the stacked-area figure."""
     from sumo_cli.errors import UserError
     from sumo_cli.store.games import TRAIN_KIND, run_detail
 
     if every is not None and every < 1:
         raise UserError(f"--every must be at least 1, got {every}")
-    if plot is not None and not plot.lower().endswith(".png"):
-        raise UserError(f"--plot writes a PNG file; give a name ending in .png, not {plot!r}")
+    if top < 1:
+        raise UserError(f"--top must be at least 1, got {top}")
+    if by not in ("body", "arch", "strategy", "kind"):
+        raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
+    for option, value in (("--plot", plot), ("--heatmap", heatmap)):
+        if value is not None and not value.lower().endswith(".png"):
+            raise UserError(f"{option} writes a PNG file; give a name ending in .png, not {value!r}")
 
     db = open_db(ctx)
     with db.read() as s:
         doc = run_detail(s, run_id)
     run = doc["run"]
+    kind = run["kind"]
     iterations = doc.get("iterations")
-    if plot is not None:
-        if run["kind"] != TRAIN_KIND:
-            raise UserError(f"run {run_id} is a {run['kind']} run; --plot draws the metrics of training runs only")
+    if heatmap is not None and kind != "tournament":
+        raise UserError(f"run {run_id} is a {kind} run; --heatmap draws the win probabilities of tournaments only")
+    if plot is not None and kind not in (TRAIN_KIND, "evolution"):
+        raise UserError(f"run {run_id} is a {kind} run; --plot draws training runs and evolutions (use --heatmap)")
+    if kind == "tournament":
+        from sumo_cli.compete.results import tournament_results
+
+        doc["results"] = tournament_results(db, run_id)
+        if heatmap is not None:
+            from sumo_cli.report.plots import win_probability_heatmap
+
+            doc["heatmap"] = str(win_probability_heatmap(doc["results"]["leaderboard"], heatmap, top))
+    elif kind == "evolution":
+        from sumo_cli.compete.results import evolution_results
+
+        doc["generations"] = evolution_results(db, run_id)["generations"]
+        if plot is not None:
+            from sumo_cli.report.plots import shares_stacked_area
+
+            doc["plot"] = str(shares_stacked_area([h[by] for h in doc["generations"]], plot,
+                                                  f"evolution run {run_id}: share by {by}"))
+    elif plot is not None:
         if not iterations:
             raise UserError(f"training run {run_id} has no iterations stored yet; there is nothing to plot")
         from sumo_cli.report.training_plot import training_curves
@@ -89,8 +122,20 @@ def show(
     _print_header(run)
     if iterations is not None:
         _print_iterations(run, iterations, every)
-    if plot is not None:
-        err_console.print(f"figure written to {doc['plot']}", highlight=False)
+    if kind == "tournament":
+        from sumo_cli.cli.tournament_cmd import leaderboard_table, print_categories
+
+        res = doc["results"]
+        title = f"leaderboard, run {run_id} ({res['rated']} of {res['total']} games rated)"
+        err_console.print(leaderboard_table(res["leaderboard"], title, top))
+        print_categories(res["categories"])
+    if kind == "evolution":
+        from sumo_cli.cli.evolve_cmd import shares_table
+
+        err_console.print(shares_table(doc["generations"], by) if doc["generations"] else "no generations stored yet")
+    for key in ("plot", "heatmap"):
+        if key in doc:
+            err_console.print(f"figure written to {doc[key]}", highlight=False)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sumo_cli.errors import UserError
-from sumo_cli.store.models import Episode, Iteration, Match, Rating, Round, Run, Version
+from sumo_cli.store.models import Episode, Iteration, Match, Member, Rating, Round, Run, Version
 
 
 def record_game(
@@ -154,6 +154,21 @@ def finished_indices(session: Session, run_id: int) -> dict[int, int]:
     """Schedule index -> match id of the games of a run already written."""
     rows = session.execute(select(Match.run_index, Match.id).where(Match.run_id == run_id)).all()
     return {int(i): int(m) for i, m in rows}
+
+
+def run_outcomes(session: Session, run_id: int) -> dict[int, str]:
+    """Schedule index -> outcome ('a', 'b' or 'draw') of every game of a run written so far."""
+    rows = session.execute(select(Match.run_index, Match.outcome).where(Match.run_id == run_id)).all()
+    return {int(i): str(o) for i, o in rows}
+
+
+def run_generations(session: Session, run_id: int) -> dict[int, dict[int, int]]:
+    """Generation -> {slot: version id} of an evolution run's stored members."""
+    out: dict[int, dict[int, int]] = {}
+    rows = session.execute(select(Member.generation, Member.slot, Member.version_id).where(Member.run_id == run_id))
+    for generation, slot, version_id in rows:
+        out.setdefault(int(generation), {})[int(slot)] = int(version_id)
+    return out
 
 
 def list_runs(session: Session, limit: int = 50) -> list[dict]:

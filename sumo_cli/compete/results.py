@@ -1,0 +1,79 @@
+"""The results of a stored tournament or evolution, rebuilt from the database alone (no checkpoint
+is loaded, nothing is written), for `sumo runs show`: the leaderboard as the run left it, with
+Bradley-Terry strengths and the per-kind summaries; an evolution's shares per generation."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sumo_cli.compete import ratings as R
+from sumo_cli.compete.population import Member
+from sumo_cli.compete.schedule import random_pairs
+from sumo_cli.compete.tournament import Leaderboard, Standing
+from sumo_cli.report.tables import category_summary
+from sumo_cli.store import games as store_games
+from sumo_cli.store.database import Database
+
+
+def tournament_results(db: Database, run_id: int) -> dict:
+    """``{"run_id", "rated", "total", "leaderboard", "categories", "draw_probability"}``: the games
+    stored so far rated in schedule order up to the first missing one, exactly as the run rates them."""
+    with db.read() as s:
+        run = store_games.get_run(s, run_id, "tournament")
+        config, seed = dict(run.config), run.seed
+        outcomes = store_games.run_outcomes(s, run_id)
+    members = [Member(**m) for m in config["members"]]
+    schedule = random_pairs(len(members), config["matches"], seed)
+    env = R.make_env(config["draw_probability"])
+    standings = [Standing(m, 0) for m in members]
+    rated = 0
+    while rated < len(schedule) and rated in outcomes:
+        g, outcome = schedule[rated], outcomes[rated]
+        sa, sb = standings[g.a], standings[g.b]
+        sa.rating, sb.rating = R.rate_game(env, sa.rating, sb.rating, outcome)
+        for st, side in ((sa, "a"), (sb, "b")):
+            st.games += 1
+            if outcome == "draw":
+                st.draws += 1
+            elif outcome == side:
+                st.wins += 1
+            else:
+                st.losses += 1
+        rated += 1
+    bt = None
+    if rated:
+        games = [(schedule[i].a, schedule[i].b, outcomes[i]) for i in range(rated)]
+        point, low, high = R.bradley_terry_bootstrap(len(members), games, samples=200, seed=seed)
+        bt = {m.name: (float(p), float(lo), float(hi)) for m, p, lo, hi in zip(members, point, low, high)}
+    rows = Leaderboard(run_id, rated, len(schedule), standings, bt).to_rows()
+    return {"run_id": run_id, "rated": rated, "total": len(schedule), "leaderboard": rows,
+            "categories": category_summary(rows), "draw_probability": config["draw_probability"]}
+
+
+def shares(members: list[Member], slots: list[int]) -> dict[str, dict[str, float]]:
+    """Share of the slots by body, architecture, strategy and kind (body-arch-strategy)."""
+    out = {}
+    for key, fn in (("body", lambda m: m.body), ("arch", lambda m: m.arch), ("strategy", lambda m: m.strategy),
+                    ("kind", lambda m: f"{m.body}-{m.kind}")):
+        c = Counter(fn(members[i]) for i in slots)
+        out[key] = {k: v / len(slots) for k, v in sorted(c.items())}
+    return out
+
+
+def evolution_results(db: Database, run_id: int) -> dict:
+    """``{"run_id", "generations"}``: the shares of every stored generation, 0 first."""
+    with db.read() as s:
+        run = store_games.get_run(s, run_id, "evolution")
+        config = dict(run.config)
+        generations = store_games.run_generations(s, run_id)
+    members = [Member(**m) for m in config["members"]]
+    copies = config["copies"]
+    start = generations.get(0, {})
+    member_of = {vid: slot // copies for slot, vid in start.items()}  # generation 0: slot s holds member s // copies
+    history = []
+    for g in range(config["generations"] + 1):
+        if g not in generations:
+            break
+        slots = [member_of[vid] for _, vid in sorted(generations[g].items())]
+        history.append(shares(members, slots))
+    return {"run_id": run_id, "generations": history}

@@ -1,0 +1,53 @@
+"""`sumo runs show RUN` shows a finished tournament or evolution as it ended: the same leaderboard,
+Bradley-Terry strengths, summaries and shares as the run printed, and its figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+AGENTS = "zoo-ant-mlp-v3,zoo-bug-mlp-v3,zoo-spider-mlp-v3"
+GAMES = ["--rounds", "1", "--episodes", "1", "--physics", "fast", "-j", "1", "--seed", "4"]
+
+
+@pytest.fixture
+def three_agents(cli, zoo_dir):
+    code, _, err = cli("zoo", "import", zoo_dir)
+    assert code == 0, err
+
+
+def test_a_finished_tournament_is_shown_as_it_ended(cli, tmp_path, three_agents):
+    code, out, err = cli("tournament", "--agents", AGENTS, "--matches", "4", *GAMES, "--json")
+    assert code == 0, err
+    ended = json.loads(out)
+    code, out, err = cli("runs", "show", ended["run_id"], "--json", "--heatmap", tmp_path / "heat.png")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["run"]["status"] == "finished"
+    assert shown["results"]["leaderboard"] == ended["leaderboard"]
+    assert shown["results"]["categories"] == ended["categories"]
+    assert all("bradley_terry" in r for r in shown["results"]["leaderboard"])
+    assert (tmp_path / "heat.png").stat().st_size > 1000
+    code, _, err = cli("runs", "show", ended["run_id"])
+    assert code == 0 and "leaderboard" in err and "by body" in err and "zoo-spider-mlp-v3@1" in err, err
+    # resuming a finished run names a command that shows it
+    code, _, err = cli("tournament", "--resume", ended["run_id"])
+    assert code == 2 and f"sumo runs show {ended['run_id']}" in " ".join(err.split()), err
+
+
+def test_a_finished_evolution_is_shown_as_it_ended(cli, tmp_path, three_agents):
+    code, out, err = cli("evolve", "--agents", AGENTS, "--copies", "2", "--generations", "2",
+                         "--matches", "3", *GAMES, "--json")
+    assert code == 0, err
+    ended = json.loads(out)
+    code, out, err = cli("runs", "show", ended["run_id"], "--json", "--plot", tmp_path / "shares.png", "--by", "body")
+    assert code == 0, err
+    assert json.loads(out)["generations"] == ended["generations"]
+    assert (tmp_path / "shares.png").stat().st_size > 1000
+    code, _, err = cli("runs", "show", ended["run_id"])
+    assert code == 0 and "share of the population" in err, err
+    code, _, err = cli("evolve", "--resume", ended["run_id"])
+    assert code == 2 and f"sumo runs show {ended['run_id']}" in " ".join(err.split()), err
+    code, _, err = cli("runs", "show", ended["run_id"], "--heatmap", tmp_path / "h.png")
+    assert code == 2 and "tournaments only" in err
