@@ -113,3 +113,12 @@ def first_interrupt_only() -> Iterator[None]:
         return
     yield
     signal.signal(signal.SIGINT, previous)  # only on success: after a Ctrl-C the process is exiting
+
+
+def check_agents(db, agent_names: list[str]) -> None:  # noqa: ANN001
+    """Refuse an unknown agent name (with the close matches) before anything heavy is imported."""
+    from sumo_cli.store import registry
+
+    with db.read() as s:
+        for name in agent_names:
+            registry.resolve(s, name)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import check_agents, err_console, friendly, open_db, print_json
 
 
 def _pick(versions: list[int], wanted: Optional[str], points: int, has_start: bool = True) -> list[int]:
@@ -60,12 +60,13 @@ def sumo_curve(
     if not opponents:
         raise UserError("--against is empty; give motionless, random or agent names")
 
+    db = open_db(ctx)
+    check_agents(db, [agent])
     from sumo_cli import library
     from sumo_cli.compete.bouts import MOTIONLESS, RANDOM, play_bouts, summary
     from sumo_cli.compete.game import AgentData
     from sumo_cli.sim.bodies import BODIES
 
-    db = open_db(ctx)
     stored, steps_per_version, theta0 = library.training_curve_points(db, agent)
     if not stored:
         raise UserError(f"agent {agent!r} has no versions yet")

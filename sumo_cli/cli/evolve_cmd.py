@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, open_db, print_json, resume_command
+from sumo_cli.cli.common import (
+    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+)
 
 
 def shares_table(history: list[dict], key: str):  # noqa: ANN201
@@ -21,6 +23,24 @@ def shares_table(history: list[dict], key: str):  # noqa: ANN201
     for g, h in enumerate(history):
         table.add_row(str(g), *(f"{h[key].get(k, 0.0):.1%}" for k in kinds))
     return table
+
+
+def progress_view(generations: int, matches: int, done: int, quiet: bool):  # noqa: ANN201
+    """A progress bar over all games of the run, with the generation, the games within it and the
+    time left; and the ``on_game(generation, games done in it)`` callback that moves it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(TextColumn("generation {task.fields[generation]}/" + str(generations)),
+                        TextColumn("{task.fields[in_generation]}/" + f"{matches} games;"), TextColumn("all games"),
+                        BarColumn(), MofNCompleteColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=err_console, disable=quiet)
+    task = progress.add_task("games", total=generations * matches, completed=done,
+                             generation=min(done // matches + 1, generations), in_generation=done % matches)
+
+    def on_game(g: int, n: int) -> None:
+        progress.update(task, completed=g * matches + n, generation=g + 1, in_generation=n)
+
+    return progress, on_game
 
 
 @friendly
@@ -45,24 +65,31 @@ def evolve(
 ) -> None:
     """Evolve a population: each generation's losers are replaced by copies of its winners."""
     from sumo_cli.compete import population as pop
-    from sumo_cli.compete.evolution import EvolutionRunner, evolution_config
     from sumo_cli.errors import UserError
-    from sumo_cli.runtime.executor import make_executor
 
     if by not in ("body", "arch", "strategy", "kind"):
         raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
-    db = open_db(ctx)
-    if resume is None:
+    if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
+        for value, what in ((copies, "--copies"), (generations, "--generations"), (matches, "--matches"),
+                            (rounds, "--rounds"), (episodes, "--episodes")):
+            require_positive(value, what)
         if physics not in ("faithful", "fast"):
             raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+    db = open_db(ctx)
+    if resume is None:
         if agents:
             members = pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
         else:
             members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None)
+        from sumo_cli.compete.evolution import EvolutionRunner, evolution_config
+
         config = evolution_config(members, copies, generations, matches, rounds, episodes, physics)
         run_id = EvolutionRunner.create(db, config, seed)
     else:
         run_id = resume
+    from sumo_cli.compete.evolution import EvolutionRunner
+    from sumo_cli.runtime.executor import make_executor
+
     runner = EvolutionRunner(db, run_id)
     executor = make_executor(workers, address)
     err_console.print(
@@ -70,13 +97,19 @@ def evolve(
         f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} workers"
     )
 
+    from sumo_cli.store.games import get_run
+
+    with db.read() as s:
+        done = get_run(s, run_id).progress_done
+    progress, on_game = progress_view(runner.config["generations"], runner.matches, done, json_out)
+
     def on_generation(g: int, shares: dict) -> None:
         if not json_out:
-            err_console.print(f"generation {g}: " + ", ".join(f"{k} {v:.0%}" for k, v in shares[by].items()))
+            progress.console.print(f"generation {g}: " + ", ".join(f"{k} {v:.0%}" for k, v in shares[by].items()))
 
     try:
-        with first_interrupt_only():
-            history = runner.run(executor, on_generation=on_generation)
+        with first_interrupt_only(), progress:
+            history = runner.run(executor, on_game=on_game, on_generation=on_generation)
     except KeyboardInterrupt:
         executor.close()
         err_console.print(f"[yellow]interrupted[/]: finished games are stored. Resume with: "

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json, require_positive
+from sumo_cli.cli.common import check_agents, err_console, friendly, open_db, print_json, require_positive
 
 
 @friendly
@@ -36,8 +36,6 @@ def play(
         from sumo_cli.errors import UserError
 
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
-    from sumo_cli.compete.play import prepare_game, run_and_store
-
     if video is not None:
         # Fail before playing, not after: the video needs a GL backend and a writable .mp4 target.
         from sumo_cli.sim.render import check_mp4_target, gl_backend
@@ -45,6 +43,9 @@ def play(
         check_mp4_target(video, 480, 360)
         gl_backend()
     db = open_db(ctx)
+    check_agents(db, [agent_a, agent_b])  # before importing torch, which takes seconds
+    from sumo_cli.compete.play import prepare_game, run_and_store
+
     job = prepare_game(db, agent_a, agent_b, rounds, episodes, seed, physics, threads, opponent_learning, start_version)
     outcome = run_and_store(db, job, _live_view(job, json_out), video=video)
     if outcome.interrupted:

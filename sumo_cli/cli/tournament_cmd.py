@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, open_db, print_json, resume_command
+from sumo_cli.cli.common import (
+    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+)
 
 
 def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: ANN201
@@ -50,10 +52,15 @@ def tournament(
 ) -> None:
     """Play --matches random iterated games between members of a population; rate them with TrueSkill."""
     from sumo_cli.compete import population as pop
-    from sumo_cli.compete import tournament as T
     from sumo_cli.errors import UserError
-    from sumo_cli.runtime.executor import make_executor
 
+    if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
+        for value, what in ((matches, "--matches"), (rounds, "--rounds"), (episodes, "--episodes")):
+            require_positive(value, what)
+        if physics not in ("faithful", "fast"):
+            raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+        if draw_probability is not None and not 0 < draw_probability < 1:
+            raise UserError(f"--draw-probability must be strictly between 0 and 1, got {draw_probability}")
     db = open_db(ctx)
     if resume is None:
         if agents:
@@ -69,8 +76,8 @@ def tournament(
 
                 pick = np.random.default_rng(seed).choice(len(members), population, replace=False)
                 members = [members[i] for i in sorted(pick)]
-        if physics not in ("faithful", "fast"):
-            raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+        from sumo_cli.compete import tournament as T
+
         config = T.tournament_config(members, matches, rounds, episodes, physics, draw_probability)
         from sumo_cli.library import load_agent
 
@@ -79,6 +86,9 @@ def tournament(
         run_id = T.create_tournament(db, members, config, seed)
     else:
         run_id = resume
+    from sumo_cli.compete import tournament as T
+    from sumo_cli.runtime.executor import make_executor
+
     runner = T.TournamentRunner(db, run_id)
     executor = make_executor(workers, address)
     err_console.print(
