@@ -66,3 +66,23 @@ def test_cli_rejects_bad_options(cli):
     assert code == 2 and "--batch-sizes" in err
     code, _, err = cli("bench", "env", "--threads", "0")
     assert code == 2 and "--threads" in err
+
+
+def test_every_column_says_its_unit():
+    import io
+
+    from rich.console import Console
+
+    row = {key: 1234.5 for _, key in EB.TABLE_COLUMNS}
+    row.update(pairing="ant-ant", batch=16, threads=2)
+    doc = {"machine": {"cpu": {"model": "some CPU", "cores": 2}}, "results": [row]}
+    buf = io.StringIO()
+    Console(width=200, file=buf, color_system=None).print(EB.render_table(doc))
+    out = buf.getvalue()
+    for header, key in EB.TABLE_COLUMNS:
+        if key in ("pairing", "threads"):
+            continue  # a name and a count
+        name, unit = header.split("\n")
+        assert unit in ("bouts", "steps/s", "x"), header
+    for words in ("steps/s: env steps per second", "x: the ratio"):
+        assert words in " ".join(out.split())

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -40,20 +39,42 @@ def tour_commands() -> list[str]:
     return commands
 
 
+ACTIVATE = ". .venv/bin/activate"
+
+
+def setup_section() -> str:
+    return README.read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
+
+
 def test_readme_has_a_tour():
     assert len(tour_commands()) >= 5
 
 
+def test_setup_says_to_activate_the_environment():
+    """`sumo` exists only inside the virtual environment: the set-up activates it, and says to do
+    so in every new shell, as its own command."""
+    blocks = [b.strip() for b in re.findall(r"```bash\n(.*?)```", setup_section(), re.S)]
+    assert ACTIVATE in blocks
+    assert f"&& {ACTIVATE} && sumo " in blocks[0]
+
+
+def fresh_shell_env() -> dict:
+    """The environment of a new login shell: no virtual environment active, sumo not on the PATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SUMO_DB", "VIRTUAL_ENV")}
+    venv_bin = str(Path(sys.prefix) / "bin")
+    env["PATH"] = ":".join(p for p in env.get("PATH", "/usr/bin:/bin").split(":") if p != venv_bin)
+    return {**env, "COLUMNS": "160"}
+
+
 @pytest.mark.slow
 def test_readme_tour_runs(tmp_path):
+    """Each line pasted into a fresh shell after the set-up: bash, the activation, then the line."""
     if not os.environ.get("SUMO_ZOO_DIR"):
         pytest.skip(reason="SUMO_ZOO_DIR is unset: the tour imports the original RoboSumo policies")
-    env = {**os.environ, "COLUMNS": "160"}
-    env.pop("SUMO_DB", None)
+    (tmp_path / ".venv").symlink_to(sys.prefix)  # the set-up's .venv, here the one running the tests
     for cmd in tour_commands():
         for pattern, small in SMALL:
             cmd = re.sub(pattern, small, cmd)
-        args = [os.path.expandvars(a) for a in shlex.split(cmd)[1:]]
-        proc = subprocess.run([sys.executable, "-m", "sumo_cli", *args], cwd=tmp_path, env=env,
+        proc = subprocess.run(["bash", "-c", f"{ACTIVATE} && {cmd}"], cwd=tmp_path, env=fresh_shell_env(),
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"README command failed: {cmd}\n{proc.stderr[-3000:]}"

@@ -226,21 +226,32 @@ def measure(settings: BenchSettings | None = None, progress: Callable[[str], Non
     }
 
 
+# (header with its unit, result key); a ratio "x" compares two throughputs measured in the same run
+TABLE_COLUMNS = [
+    ("pairing", "pairing"), ("batch\nbouts", "batch"), ("threads\n", "threads"),
+    ("raw\nsteps/s", "raw_steps_per_s"), ("env\nsteps/s", "env_steps_per_s"), ("env/raw\nx", "env_over_raw"),
+    ("play\nsteps/s", "play_batched_steps_per_s"), ("naive\nsteps/s", "play_naive_steps_per_s"),
+    ("play/naive\nx", "play_speedup"), ("fast env\nsteps/s", "fast_env_steps_per_s"),
+    ("fast/env\nx", "fast_over_faithful"), ("fast/raw\nx", "fast_env_over_raw"),
+]
+TABLE_CAPTION = (
+    "steps/s: env steps per second, summed over the batch. raw: MuJoCo's own rollout of the same model; "
+    "env: sumo's batched environment (random actions); play: env + both agents' policies, one batched call "
+    "per agent per step; naive: one bout at a time; fast: implicitfast physics. x: the ratio of the two."
+)
+
+
 def render_table(doc: dict):
     """A Rich table of the figures (env steps per second) and ratios."""
     from rich import box
     from rich.table import Table
 
     cpu = doc["machine"]["cpu"]
-    table = Table(title=f"{cpu['model']}, {cpu['cores']} cores; env steps/s, faithful physics unless 'fast'",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
-    cols = [("pairing", "pairing"), ("batch", "batch"), ("thr", "threads"), ("raw", "raw_steps_per_s"),
-            ("env", "env_steps_per_s"), ("env/raw", "env_over_raw"), ("play", "play_batched_steps_per_s"),
-            ("naive", "play_naive_steps_per_s"), ("play x", "play_speedup"),
-            ("fast env", "fast_env_steps_per_s"), ("fast x", "fast_over_faithful"),
-            ("fast/raw", "fast_env_over_raw")]
-    for title, _ in cols:
+    table = Table(title=f"{cpu['model']}, {cpu['cores']} cores; faithful physics unless 'fast'",
+                  box=box.SIMPLE_HEAD, pad_edge=False, caption=TABLE_CAPTION)
+    for title, _ in TABLE_COLUMNS:
         table.add_column(title, justify="left" if title == "pairing" else "right", no_wrap=True)
+    cols = TABLE_COLUMNS
     for r in doc["results"]:
         cells = []
         for _, key in cols:
