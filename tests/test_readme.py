@@ -15,6 +15,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 # Paper-scale settings in the README -> small settings for the test.
 SMALL = [
+    (r"^(sumo train --body .*)--iterations \d+", r"\1--iterations 2 --envs 4 --steps 64"),
     (r"--rounds \d+", "--rounds 2"),
     (r"--episodes \d+", "--episodes 1"),
     (r"--matches \d+", "--matches 3"),
@@ -60,7 +61,8 @@ def test_setup_says_to_activate_the_environment():
 
 def fresh_shell_env() -> dict:
     """The environment of a new login shell: no virtual environment active, sumo not on the PATH."""
-    env = {k: v for k, v in os.environ.items() if k not in ("SUMO_DB", "VIRTUAL_ENV")}
+    # SUMO_POLICIES: the tour uses the agents shipped in policies/, as a new user's database does
+    env = {k: v for k, v in os.environ.items() if k not in ("SUMO_DB", "VIRTUAL_ENV", "SUMO_POLICIES")}
     venv_bin = str(Path(sys.prefix) / "bin")
     env["PATH"] = ":".join(p for p in env.get("PATH", "/usr/bin:/bin").split(":") if p != venv_bin)
     return {**env, "COLUMNS": "160"}
