@@ -95,7 +95,7 @@ def test_show_training_run_as_table_json_and_plot(cli, tmp_path):
         (("runs", "show", 999, "--json"), "no run with id 999"),
         (("runs", "show", run_id, "--every", 0), "--every must be at least 1"),
         (("runs", "show", run_id, "--plot", "curve.jpg"), "PNG"),
-        (("runs", "show", tournament, "--plot", "tournament.png"), "training runs only"),
+        (("runs", "show", tournament, "--plot", "tournament.png"), "draws training runs and evolutions"),
     ]
     for args, needle in cases:
         code, out, err = cli(*args)

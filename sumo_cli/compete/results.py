@@ -24,7 +24,10 @@ def tournament_results(db: Database, run_id: int) -> dict:
         outcomes = store_games.run_outcomes(s, run_id)
     members = [Member(**m) for m in config["members"]]
     schedule = random_pairs(len(members), config["matches"], seed)
-    env = R.make_env(config["draw_probability"])
+    game = config.get("game", {})
+    draw = config.get("draw_probability") or R.equal_agents_draw_probability(game.get("rounds", 100),
+                                                                              game.get("episodes", 3))
+    env = R.make_env(draw)
     standings = [Standing(m, 0) for m in members]
     rated = 0
     while rated < len(schedule) and rated in outcomes:
@@ -47,7 +50,7 @@ def tournament_results(db: Database, run_id: int) -> dict:
         bt = {m.name: (float(p), float(lo), float(hi)) for m, p, lo, hi in zip(members, point, low, high)}
     rows = Leaderboard(run_id, rated, len(schedule), standings, bt).to_rows()
     return {"run_id": run_id, "rated": rated, "total": len(schedule), "leaderboard": rows,
-            "categories": category_summary(rows), "draw_probability": config["draw_probability"]}
+            "categories": category_summary(rows), "draw_probability": draw}
 
 
 def shares(members: list[Member], slots: list[int]) -> dict[str, dict[str, float]]:
