@@ -29,6 +29,9 @@ print(json.dumps({"code": code, "heavy": [m for m in ("torch", "mujoco") if m in
     ("evolve", "--agents", "ant-mlp,bug-mlp", "--generations", "0"),
     ("eval", "sumo", "ant-mlp"),
     ("agents", "show", "ant-mlp"),
+    ("train", "--body", "antelope"),
+    ("train", "--body", "ant", "--recipe", "fastest"),
+    ("train", "--body", "ant", "--features", "egocentric"),
 ], ids=lambda a: "-".join(a)[:40])
 def test_bad_input_does_not_import_torch(tmp_path, args):
     proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)

@@ -38,6 +38,23 @@ _FIELDS = {
 }
 
 
+def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -> None:  # noqa: ANN001
+    """The typos a new run can have, answered before torch and MuJoCo are imported."""
+    from sumo_cli.errors import UserError
+    from sumo_cli.learn.recipes import RECIPES
+
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, got {workers}")
+    if resume is not None or (env or "sumo").strip().lower() != "sumo":
+        return
+    choices = {"--body": (body, ("ant", "bug", "spider")), "--arch": (arch, ("mlp", "lstm")),
+               "--strategy": (strategy, ("none", "track", "rl2", "meta")), "--recipe": (recipe, tuple(RECIPES)),
+               "--features": (features, ("none", "ego"))}
+    for option, (value, allowed) in choices.items():
+        if value is not None and value.strip().lower() not in allowed:
+            raise UserError(f"unknown {option[2:]} {value!r}; choose one of {', '.join(allowed)}")
+
+
 def _resume_command(ctx: typer.Context, run_id: int) -> str:
     db = db_url(ctx)
     return "sumo " + (f"--db {shlex.quote(db)} " if db else "") + f"train --resume {run_id}"
@@ -122,6 +139,7 @@ def train(
     from sumo_cli.errors import UserError
 
     given = {k: v for k, v in locals().items() if k in _RUN_OPTIONS and v is not None}
+    _check_names(resume, env, body, arch, strategy, recipe, features, workers)  # before torch loads (seconds)
     from sumo_cli import training as TR
     from sumo_cli.learn.selfplay import TrainConfig
 
@@ -168,8 +186,6 @@ def train(
         agent_name, pool = TR.check_new_run(db, cfg, name)
         run_id = TR.create_run(db, cfg, agent_name, pool)
         done = 0
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
 
     from sumo_cli.runtime.executor import make_executor
 
