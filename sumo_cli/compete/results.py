@@ -35,13 +35,7 @@ def tournament_results(db: Database, run_id: int) -> dict:
         sa, sb = standings[g.a], standings[g.b]
         sa.rating, sb.rating = R.rate_game(env, sa.rating, sb.rating, outcome)
         for st, side in ((sa, "a"), (sb, "b")):
-            st.games += 1
-            if outcome == "draw":
-                st.draws += 1
-            elif outcome == side:
-                st.wins += 1
-            else:
-                st.losses += 1
+            st.count(outcome, side)
         rated += 1
     bt = None
     if rated:

@@ -34,6 +34,16 @@ class Standing:
     draws: int = 0
     losses: int = 0
 
+    def count(self, outcome: str, side: str) -> None:
+        """Add one game whose ``outcome`` ("a", "b" or "draw") this player saw from ``side``."""
+        self.games += 1
+        if outcome == "draw":
+            self.draws += 1
+        elif outcome == side:
+            self.wins += 1
+        else:
+            self.losses += 1
+
 
 @dataclass
 class Leaderboard:
@@ -146,13 +156,7 @@ class TournamentRunner:
             outcome = self.outcomes[i]
             sa.rating, sb.rating = R.rate_game(self.env, sa.rating, sb.rating, outcome)
             for st, side in ((sa, "a"), (sb, "b")):
-                st.games += 1
-                if outcome == "draw":
-                    st.draws += 1
-                elif outcome == side:
-                    st.wins += 1
-                else:
-                    st.losses += 1
+                st.count(outcome, side)
                 rows.append((i, self.match_ids[i], st.version_id, st.rating.mu, st.rating.sigma))
             self.rated += 1
         with self.db.write() as s:
