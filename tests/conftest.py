@@ -21,18 +21,22 @@ SESSION_TAG = uuid.uuid4().hex
 os.environ["SUMO_TEST_SESSION"] = SESSION_TAG
 
 
-def _own_resource_tracker() -> int | None:
-    """multiprocessing's resource tracker of this pytest process: it ends with pytest itself."""
+def _own_helpers() -> set[int]:
+    """multiprocessing's resource tracker and fork server of this pytest process (when a test
+    started them): they end with pytest itself."""
     import sys
 
     tracker = sys.modules.get("multiprocessing.resource_tracker")
-    return getattr(getattr(tracker, "_resource_tracker", None), "_pid", None) if tracker else None
+    server = sys.modules.get("multiprocessing.forkserver")
+    pids = {getattr(getattr(tracker, "_resource_tracker", None), "_pid", None) if tracker else None,
+            getattr(getattr(server, "_forkserver", None), "_forkserver_pid", None) if server else None}
+    return {p for p in pids if p}
 
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001
     import processes
 
-    left = [p for p in processes.tagged(SESSION_TAG) if p != _own_resource_tracker()]
+    left = [p for p in processes.tagged(SESSION_TAG) if p not in _own_helpers()]
     left = processes.wait_gone(left, timeout=10)
     if left:
         lines = "\n".join(f"  {p}: {processes.cmdline(p)[:200]}" for p in left)
