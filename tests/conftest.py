@@ -118,3 +118,18 @@ def cli(tmp_path: Path, monkeypatch):  # noqa: ANN001
         return result.exit_code, result.stdout, result.stderr
 
     return run
+
+
+@pytest.fixture(scope="session")
+def zoo_db(tmp_path_factory) -> Path:
+    """A database with the original policies imported, built once per session (tests copy it)."""
+    if not ZOO_DIR:
+        pytest.skip(reason="SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")
+    from sumo_cli.library import import_zoo
+    from sumo_cli.store.database import open_database
+
+    root = tmp_path_factory.mktemp("zoo-db")
+    db = open_database(str(root / "db" / "sumo.sqlite"))
+    import_zoo(db, ZOO_DIR)
+    db.dispose()
+    return root / "db" / "sumo.sqlite"

@@ -22,21 +22,6 @@ pytestmark = pytest.mark.slow
 ZOO3 = "zoo-ant-lstm-v3,zoo-bug-lstm-v3,zoo-spider-lstm-v3,zoo-ant-mlp-v3"
 
 
-@pytest.fixture(scope="module")
-def zoo_db(tmp_path_factory) -> Path:
-    zoo = os.environ.get("SUMO_ZOO_DIR")
-    if not zoo:
-        pytest.skip(reason="SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")
-    from sumo_cli.library import import_zoo
-    from sumo_cli.store.database import open_database
-
-    root = tmp_path_factory.mktemp("zoo-db")
-    db = open_database(str(root / "db" / "sumo.sqlite"))
-    import_zoo(db, zoo)
-    db.dispose()
-    return root / "db" / "sumo.sqlite"
-
-
 @pytest.fixture
 def db_copy(zoo_db, tmp_path) -> Path:
     """A private copy of the zoo database (checkpoints stay where they are)."""
