@@ -164,10 +164,7 @@ def train(
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
         from sumo_cli.learn.recipes import DEFAULT, recipe_values
 
-        try:
-            kw = recipe_values((recipe or DEFAULT).strip().lower())
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+        kw = recipe_values((recipe or DEFAULT).strip().lower())  # a known name: _check_names
         kw.update({_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env", "recipe")})
         kw["body"] = body.strip().lower()
         kw["arch"] = (arch or "lstm").strip().lower()
@@ -177,8 +174,6 @@ def train(
             if not kw["opponents"]:
                 raise UserError("--opponents is empty; give agent names, or self for self-play")
         cfg = TrainConfig(**kw)
-        if cfg.body not in ("ant", "bug", "spider"):
-            raise UserError(f"unknown body {body!r}; choose one of ant, bug, spider")
         bad = cfg.check()
         if bad:
             raise UserError(bad[0])
