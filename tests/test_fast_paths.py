@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sumo_cli.learn import collect as C
-from sumo_cli.learn.toy_envs import PendulumVecEnv
+from benchmarks.toy_envs import PendulumVecEnv
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 

@@ -18,7 +18,7 @@ from sumo_cli.learn.ppo import (
     rollout_inputs,
     train_ppo,
 )
-from sumo_cli.learn.toy_envs import BernoulliBanditVecEnv, PendulumVecEnv
+from benchmarks.toy_envs import BernoulliBanditVecEnv, PendulumVecEnv
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 

@@ -10,7 +10,7 @@ import pytest
 
 from sumo_cli.learn.collect import evaluate
 from sumo_cli.learn.ppo import PPOConfig, train_ppo
-from sumo_cli.learn.toy_envs import BernoulliBanditVecEnv, PendulumVecEnv
+from benchmarks.toy_envs import BernoulliBanditVecEnv, PendulumVecEnv
 from sumo_cli.nets.policy import PolicySpec
 
 
