@@ -394,19 +394,22 @@ def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: Sta
     h = torch.stack([state0["pi/h"], state0["vf/h"]]).reshape(2, -1, H)
     c = torch.stack([state0["pi/c"], state0["vf/c"]]).reshape(2, -1, H)
     keep = None if dones is None else (~dones.to(torch.bool)).reshape(T, 1, -1, 1).to(x.dtype)
+    # unbind, not indexing: the backward of x[t] zero-fills a tensor of x's whole size per step
+    # (T times the window's gates), that of unbind stacks once
     hs = []
-    for t in range(T):
+    for t, g in enumerate(gx.unbind(0)):
         if keep is not None:
             h, c = h * keep[t], c * keep[t]
-        i, j, f, o = torch.chunk(torch.baddbmm(gx[t], h, kh), 4, dim=-1)
+        i, j, f, o = torch.chunk(torch.baddbmm(g, h, kh), 4, dim=-1)
         c = c * torch.sigmoid(f + FORGET_BIAS) + torch.sigmoid(i) * torch.tanh(j)
         h = torch.tanh(c) * torch.sigmoid(o)
         hs.append(h)
-    out = torch.stack(hs, dim=1)  # (2, T, B, H)
-    mean = torch.addmm(params["pi/out/b"], out[0].reshape(-1, H), params["pi/out/w"]).reshape(T, *batch, -1)
-    value = torch.addmm(params["vf/out/b"], out[1].reshape(-1, H), params["vf/out/w"]).reshape(T, *batch)
-    state = {"pi/h": h[0].reshape(*batch, H), "pi/c": c[0].reshape(*batch, H),
-             "vf/h": h[1].reshape(*batch, H), "vf/c": c[1].reshape(*batch, H)}
+    out_pi, out_vf = torch.stack(hs, dim=1).unbind(0)  # each (T, B, H)
+    mean = torch.addmm(params["pi/out/b"], out_pi.reshape(-1, H), params["pi/out/w"]).reshape(T, *batch, -1)
+    value = torch.addmm(params["vf/out/b"], out_vf.reshape(-1, H), params["vf/out/w"]).reshape(T, *batch)
+    (h_pi, h_vf), (c_pi, c_vf) = h.unbind(0), c.unbind(0)
+    state = {"pi/h": h_pi.reshape(*batch, H), "pi/c": c_pi.reshape(*batch, H),
+             "vf/h": h_vf.reshape(*batch, H), "vf/c": c_vf.reshape(*batch, H)}
     return mean, value, state
 
 
