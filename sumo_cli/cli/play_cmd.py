@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import check_agents, err_console, friendly, open_db, print_json, require_positive
+from sumo_cli.cli.common import (
+    check_agents, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
+)
 
 
 @friendly
@@ -47,7 +49,8 @@ def play(
     from sumo_cli.compete.play import prepare_game, run_and_store
 
     job = prepare_game(db, agent_a, agent_b, rounds, episodes, seed, physics, threads, opponent_learning, start_version)
-    outcome = run_and_store(db, job, _live_view(job, json_out), video=video)
+    with first_interrupt_only():  # a second Ctrl-C cannot break the storing of the rounds played
+        outcome = run_and_store(db, job, _live_view(job, json_out), video=video)
     if outcome.interrupted:
         err_console.print(
             f"[yellow]interrupted[/] after {len(outcome.result['rounds'])} of {rounds} rounds; stored as match "

@@ -4,12 +4,11 @@ kill, exactly."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import db_url, err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, open_db, print_json, resume_command
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
@@ -55,15 +54,10 @@ def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -
             raise UserError(f"unknown {option[2:]} {value!r}; choose one of {', '.join(allowed)}")
 
 
-def _resume_command(ctx: typer.Context, run_id: int) -> str:
-    db = db_url(ctx)
-    return "sumo " + (f"--db {shlex.quote(db)} " if db else "") + f"train --resume {run_id}"
-
-
 def _interrupted(ctx: typer.Context, exc) -> None:  # noqa: ANN001 - training.TrainingInterrupted
     err_console.print(
         f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
-        f"Resume with: {_resume_command(ctx, exc.run_id)}", highlight=False, soft_wrap=True,
+        f"Resume with: {resume_command(ctx, f'train --resume {exc.run_id}')}", highlight=False, soft_wrap=True,
     )
     raise typer.Exit(130)
 
@@ -211,7 +205,7 @@ def train(
                         ret=fmt(m.get("mean_return"), ".0f"), win=fmt(m.get("win_rate"), ".0%"))
 
     try:
-        with progress:
+        with first_interrupt_only(), progress:
             task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-", win="-")
             summary = TR.run_training(db, run_id, executor, on_iteration)
     except TR.TrainingInterrupted as exc:
@@ -280,7 +274,7 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
                         ret=fmt(p.metrics.get("mean_return"), ".1f"))
 
     try:
-        with progress:
+        with first_interrupt_only(), progress:
             task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-")
             summary = LT.run_training(db, run_id, workers, on_iteration)
     except TR.TrainingInterrupted as exc:
