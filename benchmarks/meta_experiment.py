@@ -1,5 +1,5 @@
 """Meta-updates vs tracking vs no adaptation on the drifting-goal point
-(:class:`~sumo_cli.learn.meta_envs.DriftingGoalPoint`: the goal moves along the unit circle by
+(:class:`~benchmarks.meta_envs.DriftingGoalPoint`: the goal moves along the unit circle by
 +-[0.3, 0.6] rad from one task to the next; horizon 10, steps of at most 0.2, reward -distance;
 staying at the origin scores -10, reaching the goal in 5 steps about -2).
 
@@ -17,7 +17,7 @@ episodes per task and round) with
 * ``ppo_tracking``: the PPO policy with a PPO update per round on that round's episodes (10 epochs,
   lr 1e-2: tuned; ``ppo_tracking_e4_lr3e-4`` is the earlier 4-epoch update at the training lr).
 
-``python -m sumo_cli.learn.meta_experiment --seeds 5 --old-tracking`` (defaults = the recipe
+``python -m benchmarks.meta_experiment --seeds 5 --old-tracking`` (defaults = the recipe
 below; one thread; 576 s in all on a shared 2-core machine) printed, mean episode return per
 round with 95% intervals over the 5 training seeds (t distribution, 4 d.o.f.); round 1 is before
 any adaptation, rounds 2-4 come after 1, 2, 3 adaptation updates::
@@ -89,7 +89,7 @@ import numpy as np
 import torch
 
 from sumo_cli.learn import meta as ML
-from sumo_cli.learn import meta_envs as ME
+from benchmarks import meta_envs as ME
 from sumo_cli.learn import meta_train as MT
 from sumo_cli.nets import policy as P
 

@@ -113,6 +113,9 @@ CASES = [
     # the point task's recipe: refitted linear baseline, standardised advantages, bias-only steps
     ("mlp", "theta", {"inner_adv": "linear", "inner_norm_adv": True, "inner_params": ("pi/out/b", "pi/out/w"), "inner_vf_coef": 0.0}),
     ("mlp", "data", {"inner_adv": "linear", "inner_norm_adv": True}),
+    # the default configuration (per-tensor alphas, step mean, linear baseline, scaled value regression)
+    ("mlp", "theta", {"default": True}),
+    ("lstm", "data", {"default": True, "bptt_chunk": 2}),
 ]
 
 
@@ -121,7 +124,9 @@ def test_adapted_loss_matches_finite_differences(arch, behaviour, extra):
     """d/d theta (random directions) and d/d log alpha_m of the outer loss after 3 adaptation
     steps on fixed data, in float64, against central differences."""
     spec = P.PolicySpec(arch, obs_dim=3, act_dim=2, hidden=5)
-    cfg = ML.MetaConfig(alpha_init=0.05, score_term=False, **extra)
+    extra = dict(extra)
+    make = ML.MetaConfig if extra.pop("default", False) else ML.MetaConfig.paper
+    cfg = make(alpha_init=0.05, score_term=False, **extra)
     model = ML.as_model(spec, cfg)
     theta = _theta(spec, 1)
     log_alpha = ML.init_log_alpha(cfg, model, (), DT)
@@ -143,7 +148,7 @@ def test_fresh_batches_and_score_term_match_finite_differences(arch):
     are data): the whole surrogate is a function of theta and alpha."""
     spec = P.PolicySpec(arch, obs_dim=3, act_dim=2, hidden=4)
     model = ML.GaussianModel(spec)
-    cfg = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", score_baseline="loo")
+    cfg = ML.MetaConfig.paper(alpha_init=0.05, inner_data="fresh", score_baseline="loo")
     theta = _theta(spec, 11)
     log_alpha = ML.init_log_alpha(cfg, model, (), DT).requires_grad_(True)
     pre = [_batch(spec, 12 + m) for m in range(3)]
@@ -161,7 +166,7 @@ def test_importance_weight_is_differentiated_in_the_meta_gradient():
     were treated as a constant (a common shortcut), the meta-gradient would be wrong."""
     spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=5)
     model = ML.GaussianModel(spec)
-    cfg = ML.MetaConfig(alpha_init=0.05, score_term=False)
+    cfg = ML.MetaConfig.paper(alpha_init=0.05, score_term=False)
     theta = _theta(spec, 31)
     log_alpha = ML.init_log_alpha(cfg, model, (), DT).requires_grad_(True)
     pre = _batch(spec, 32)
@@ -183,7 +188,7 @@ def test_importance_weights_at_behaviour_give_the_plain_gradient(arch, iw):
     plain policy gradient, and the whole execution-time update equals the training-time one."""
     spec = P.PolicySpec(arch, obs_dim=3, act_dim=2, hidden=5)
     model = ML.GaussianModel(spec)
-    cfg = ML.MetaConfig(alpha_init=0.05, iw=iw)
+    cfg = ML.MetaConfig.paper(alpha_init=0.05, iw=iw)
     theta = _theta(spec, 41, requires_grad=False)
     b = _batch(spec, 42)
     with torch.no_grad():
@@ -207,7 +212,7 @@ def test_long_trajectory_weights_stay_finite():
     weights do not, and are invariant to a common shift of the behaviour log-probs."""
     spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=5)
     model = ML.GaussianModel(spec)
-    cfg = ML.MetaConfig(alpha_init=0.01)
+    cfg = ML.MetaConfig.paper(alpha_init=0.01)
     theta = _theta(spec, 51, dtype=torch.float32, requires_grad=False)
     b = _batch(spec, 52, T=500, G=1, N=6, dtype=torch.float32, episode_starts=False)
     b.logp = b.logp * 3.0  # log ratios of order +-1000 per trajectory
@@ -241,7 +246,7 @@ def _episodes(spec, G, K, seed, dtype, L=12):
 def test_batched_execution_adaptation_equals_per_agent_loop(arch):
     spec = P.PolicySpec(arch, obs_dim=4, act_dim=2, hidden=16)
     model = ML.GaussianModel(spec)
-    cfg = ML.MetaConfig()
+    cfg = ML.MetaConfig.paper()
     G = 3
     # float64: batched and looped calls sum in different orders (float32 differs by ~1e-6 on some CPUs)
     thetas, las = _agents(spec, G, 60, torch.float64)
@@ -268,7 +273,7 @@ def test_execution_adapter_cache_equals_recomputation(arch, iw):
     gives the same phi as adapting from scratch on the buffer."""
     spec = P.PolicySpec(arch, obs_dim=4, act_dim=2, hidden=8)
     model = ML.GaussianModel(spec)
-    cfg = ML.MetaConfig(iw=iw, buffer_episodes=5, alpha_init=0.05)
+    cfg = ML.MetaConfig.paper(iw=iw, buffer_episodes=5, alpha_init=0.05)
     G = 2
     thetas, las = _agents(spec, G, 70, DT)
     theta, la = P.stack_params(thetas), torch.stack(las)
@@ -294,7 +299,7 @@ def test_value_function_adapts_through_the_regression_term():
     theta = _theta(spec, 91, requires_grad=False)
     b = _batch(spec, 92)
     for coef, moved in ((1.0, True), (0.0, False)):
-        cfg = ML.MetaConfig(alpha_init=0.05, inner_vf_coef=coef)
+        cfg = ML.MetaConfig.paper(alpha_init=0.05, inner_vf_coef=coef)
         phi = ML.adapt(model, theta, ML.init_log_alpha(cfg, dtype=DT), b, cfg)
         delta = float((phi["vf/out/w"] - theta["vf/out/w"]).abs().max())
         assert (delta > 1e-4) == moved
@@ -302,14 +307,14 @@ def test_value_function_adapts_through_the_regression_term():
 
 
 def test_config_documents_paper_values_and_validates():
-    cfg = ML.MetaConfig()
+    cfg = ML.MetaConfig.paper()
     assert (cfg.num_steps, cfg.alpha_init, cfg.clip_value, cfg.lr, cfg.lr_alpha) == (3, 1e-3, 0.1, 3e-4, 3e-4)
     assert (cfg.gamma, cfg.lam, cfg.ppo_clip, cfg.buffer_episodes) == (0.995, 0.95, 0.2, 75)
     assert ML.LOCOMOTION_BUFFER_EPISODES == 3
     with pytest.raises(ValueError):
-        ML.MetaConfig(iw="bogus")
+        ML.MetaConfig.paper(iw="bogus")
     with pytest.raises(ValueError):
-        ML.MetaConfig(alpha_init=0.0)
+        ML.MetaConfig.paper(alpha_init=0.0)
 
 
 def test_segments_bookkeeping():
@@ -326,12 +331,13 @@ def test_segments_bookkeeping():
 def test_meta_training_smoke_and_rollout_integration():
     """Two meta-iterations on the drifting-goal point: the collected log-probs are what the
     learner recomputes (ratio 1 at the first outer epoch), alpha moves and stays positive."""
-    from sumo_cli.learn import meta_envs, meta_train
+    from benchmarks import meta_envs
+    from sumo_cli.learn import meta_train
 
     torch.set_num_threads(1)
     env = meta_envs.DriftingGoalPoint(num_groups=3, group_size=2, horizon=5)
     spec = P.PolicySpec("lstm", obs_dim=3, act_dim=2, hidden=8)
-    cfg = ML.MetaConfig(alpha_init=0.05, lr_alpha=0.05, outer_epochs=2, buffer_episodes=4)
+    cfg = ML.MetaConfig.paper(alpha_init=0.05, lr_alpha=0.05, outer_epochs=2, buffer_episodes=4)
     res = meta_train.meta_train(env, spec, cfg, 2, seed=0, steps_pre=10, steps_post=10)
     assert len(res.history) == 2 and all(np.isfinite(h["loss"]) for h in res.history)
     alpha = torch.exp(res.log_alpha)
@@ -367,14 +373,14 @@ def test_linear_baseline_and_standardised_inner_advantages():
     b.returns = (x * coef[None, :, None, :]).sum(-1) + 0.7 * x[..., 0] ** 2 + 3.0 * t - 2.0
     torch.testing.assert_close(torch.where(b.mask, ML.linear_baseline(b), 0 * b.returns), torch.where(b.mask, b.returns, 0 * b.returns), rtol=1e-3, atol=1e-3)  # ridge 1e-5
     assert ML.step_index(b.first, b.mask)[:, 0, 1].tolist() == [0, 1, 2, 0, 1, 2, 3]
-    cfg = ML.MetaConfig(inner_adv="linear", inner_norm_adv=True)
+    cfg = ML.MetaConfig.paper(inner_adv="linear", inner_norm_adv=True)
     b.returns = b.returns + torch.randn(b.returns.shape, generator=_gen(102), dtype=DT)
     a = ML.prepare_inner(b, cfg).adv
     for g in range(2):
         v = a[:, g][b.mask[:, g]]
         assert abs(float(v.mean())) < 1e-9 and abs(float(v.std(unbiased=False)) - 1.0) < 1e-6
     assert bool((a[~b.mask] == 0).all())
-    assert ML.prepare_inner(b, ML.MetaConfig()) is b
+    assert ML.prepare_inner(b, ML.MetaConfig.paper()) is b
 
 
 def test_inner_params_adapts_only_the_listed_tensors():
@@ -382,7 +388,7 @@ def test_inner_params_adapts_only_the_listed_tensors():
     model = ML.GaussianModel(spec)
     theta = _theta(spec, 111, requires_grad=False)
     b = _batch(spec, 112)
-    cfg = ML.MetaConfig(alpha_init=0.05, inner_params=("pi/out/b",))
+    cfg = ML.MetaConfig.paper(alpha_init=0.05, inner_params=("pi/out/b",))
     phi = ML.adapt(model, theta, ML.init_log_alpha(cfg, dtype=DT), b, cfg)
     for k in theta:
         moved = float((phi[k] - theta[k]).abs().max()) > 1e-6
@@ -394,7 +400,7 @@ def test_execution_adapter_with_batch_refitted_advantages_equals_recomputation()
     adapter then does not keep a running first-step sum, and equals adapting from scratch."""
     spec = P.PolicySpec("mlp", obs_dim=4, act_dim=2, hidden=8)
     model = ML.GaussianModel(spec)
-    cfg = ML.MetaConfig(buffer_episodes=5, alpha_init=0.05, inner_adv="linear", inner_norm_adv=True)
+    cfg = ML.MetaConfig.paper(buffer_episodes=5, alpha_init=0.05, inner_adv="linear", inner_norm_adv=True)
     thetas, las = _agents(spec, 2, 120, DT)
     theta, la = P.stack_params(thetas), torch.stack(las)
     ad = ML.ExecutionAdapter(model, theta, la, cfg)
@@ -411,11 +417,12 @@ def test_training_chains_and_meta_update_from_the_current_policy():
     """train_rounds=3: every group plays 3 tasks per iteration, two pairs per outer update; at
     execution, meta_from="current" adapts from the current parameters (round 2 equals the
     Algorithm-2 run, which also starts from theta there)."""
-    from sumo_cli.learn import meta_envs, meta_train
+    from benchmarks import meta_envs
+    from sumo_cli.learn import meta_train
 
     env = meta_envs.DriftingGoalPoint(num_groups=2, group_size=3, horizon=4, terminal_at_horizon=True)
     spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=8)
-    cfg = ML.MetaConfig(alpha_init=0.1, train_rounds=3, outer_epochs=2, buffer_episodes=3, inner_adv="linear", inner_norm_adv=True, inner_params=("pi/out/b",))
+    cfg = ML.MetaConfig.paper(alpha_init=0.1, train_rounds=3, outer_epochs=2, buffer_episodes=3, inner_adv="linear", inner_norm_adv=True, inner_params=("pi/out/b",))
     res = meta_train.meta_train(env, spec, cfg, 2, seed=0, steps_pre=4, steps_post=4)
     h = res.history[-1]
     assert len(h["round_returns"]) == 3 and len(h["post_returns"]) == 2 and np.isfinite(h["loss"])
@@ -425,4 +432,4 @@ def test_training_chains_and_meta_update_from_the_current_policy():
     np.testing.assert_allclose(a[:2], c[:2])
     assert np.isfinite(c).all()
     with pytest.raises(ValueError):
-        ML.MetaConfig(train_rounds=3, inner_data="fresh")
+        ML.MetaConfig.paper(train_rounds=3, inner_data="fresh")

@@ -92,7 +92,7 @@ def _prob(logits, arms, rewards, p):
 def _setup(cfg_kw):
     model = TabularBandit()
     theta = {"logits": torch.tensor([0.3, -0.2], dtype=DT, requires_grad=True), "v": torch.tensor([0.1], dtype=DT, requires_grad=True)}
-    cfg = ML.MetaConfig(
+    cfg = ML.MetaConfig.paper(
         normalize_adv=False, vf_coef=0.0, score_baseline="none", inner_vf_coef=1.0, alpha_init=0.5, **cfg_kw
     )
     log_alpha = torch.log(torch.tensor([0.9, 0.4, 0.6], dtype=DT)).requires_grad_(True)
@@ -206,7 +206,7 @@ def _gaussian_bandit(n_pre_nodes, score_term, K=2, n_post_nodes=20, alphas=(0.05
     th["logstd"] = torch.full_like(th["logstd"], -0.5)
     th = {k: v.requires_grad_(True) for k, v in th.items()}
     model = ML.GaussianModel(spec)
-    cfg = ML.MetaConfig(normalize_adv=False, vf_coef=0.0, score_baseline="none", clip_value=None, score_term=score_term)
+    cfg = ML.MetaConfig.paper(normalize_adv=False, vf_coef=0.0, score_baseline="none", clip_value=None, score_term=score_term)
     la = torch.log(torch.tensor(alphas, dtype=DT)).requires_grad_(True)
     params = list(th.values()) + [la]
 

@@ -1,11 +1,11 @@
-"""The drifting-goal point experiment (sumo_cli.learn.meta_experiment), in fast versions: every
+"""The drifting-goal point experiment (benchmarks.meta_experiment), in fast versions: every
 strategy runs end to end, and a small seeded run of the recipe adapts (meta-updates beat no
-adaptation). The measured comparison (5 seeds) is ``python -m sumo_cli.learn.meta_experiment``."""
+adaptation). The measured comparison (5 seeds) is ``python -m benchmarks.meta_experiment``."""
 
 import numpy as np
 import pytest
 
-from sumo_cli.learn import meta_envs, meta_experiment
+from benchmarks import meta_envs, meta_experiment
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

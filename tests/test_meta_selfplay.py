@@ -57,15 +57,16 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
         for key in ("loss", "ppo", "vf", "score", "pre_return", "post_return", "update_seconds"):
             assert key in m, key
     init = math.log(MetaConfig().alpha_init)
+    shape = (3, 13)  # one step size per inner step and parameter tensor (the MLP has 13)
     for v in (1, 2):
         a = _agent(tmp_path, f"ant-mlp-meta@{v}")
         la = a.meta_params[LOG_ALPHA_KEY]
-        assert la.shape == (3,)
+        assert la.shape == shape
         assert torch.all(torch.exp(la) > 0) and torch.all(la != torch.tensor(init, dtype=la.dtype))
     from safetensors.torch import load_file
 
     theta0 = load_file(str(tmp_path / "db" / "sumo-checkpoints" / "ant-mlp-meta" / "v00000.safetensors"))
-    assert torch.equal(theta0[LOG_ALPHA_KEY], torch.full((3,), init, dtype=theta0[LOG_ALPHA_KEY].dtype))
+    assert torch.equal(theta0[LOG_ALPHA_KEY], torch.full(shape, init, dtype=theta0[LOG_ALPHA_KEY].dtype))
 
     meta = AgentData.from_loaded(_agent(tmp_path, "ant-mlp-meta@2"))
     assert meta.strategy == "meta"

@@ -192,13 +192,12 @@ def experiment(iters: int = 100, groups: int = 8, group_size: int = 2, horizon: 
 
     import torch
 
-    from sumo_cli.learn import meta_experiment as MX
     from sumo_cli.learn import ppo as PPO
     from sumo_cli.nets import policy as P
 
     torch.set_num_threads(1)
     spec = P.PolicySpec("mlp", 37, 12, hidden=hidden)
-    cfg = MX.default_config()
+    cfg = ML.MetaConfig()
     out: dict = {"config": dict(iters=iters, groups=groups, group_size=group_size, horizon=horizon,
                                 repeats=repeats, seed=seed, hidden=hidden)}
     t0 = time.perf_counter()

@@ -24,7 +24,7 @@ execution-time strategy: one PPO step per episode at evaluation).
 **A meta iteration**: ``n_envs`` task pairs (T_i, T_{i+1}) = (episode k, episode k + 1) of a training
 pair's sequence, pair and k uniform; each task is played by ``meta_episodes`` envs (default 3 = the
 paper's 3-episode execution-time buffer), one episode each in T_i, then one each in T_{i+1} with the
-adapted parameters. MetaConfig = the point task's :func:`meta_experiment.default_config` with
+adapted parameters. MetaConfig = the meta-learner's defaults (:class:`meta.MetaConfig`) with
 ``buffer_episodes`` = 3.
 
 Everything an iteration draws is seeded from (seed, iteration), so resuming after iteration k is
@@ -123,13 +123,11 @@ class LocoConfig(SP.StoredConfig):
                               reward_scale=self.reward_scale)
 
     def meta_config(self, spec: P.PolicySpec) -> ML.MetaConfig:
-        from sumo_cli.learn.meta_experiment import default_config
-
         kw = dict(buffer_episodes=self.meta_episodes, outer_epochs=min(self.epochs, 4), ent_coef=self.ent_coef,
                   bptt_chunk=10 if spec.recurrent else None)
         if self.lr is not None:
             kw["lr"] = self.lr
-        return default_config(**kw)
+        return ML.MetaConfig(**kw)
 
     def ppo_config(self):  # noqa: ANN201 - ppo.PPOConfig, the one tracking uses at execution time too
         return self.train_config().ppo()
@@ -253,8 +251,7 @@ class LocoMetaLearner(_meta_base()):
         out["update_seconds"] = out.pop("update_s")
         out["mean_return"] = out["pre_return"]
         out["episodes"] = 2 * cfg.n_envs * cfg.meta_episodes
-        for i, a in enumerate(np.ravel(alphas)):
-            out[f"meta_alpha_{i}"] = float(a)
+        out.update(ML.alpha_metrics(alphas))
         return out
 
     def close(self) -> None:

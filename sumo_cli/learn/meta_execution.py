@@ -38,13 +38,23 @@ def experience_batch(player: Player, exp: Experience, cfg: MetaConfig):  # noqa:
     )
 
 
+def config_of(player: Player, cfg: MetaConfig | None = None) -> MetaConfig:
+    """The adaptation settings of a meta player: ``cfg`` if given, else the defaults; an agent whose
+    stored step sizes are one per step (trained before the defaults adapted per tensor) is executed
+    with the paper's settings, which it was trained with."""
+    if cfg is not None:
+        return cfg
+    la = player.meta.get(LOG_ALPHA_KEY)
+    return MetaConfig.paper() if la is not None and la.dim() == 1 else MetaConfig()
+
+
 def meta_update(players: list[Player], experiences: list[Experience], cfg: MetaConfig | None = None) -> None:
-    cfg = cfg or MetaConfig()
     for player, exp in zip(players, experiences):
         adapter = player.scratch.get("adapter")
         if adapter is None:
-            adapter = ExecutionAdapter(GaussianModel(player.spec), player.theta, log_alpha_of(player, cfg), cfg)
+            pcfg = config_of(player, cfg)
+            adapter = ExecutionAdapter(GaussianModel(player.spec), player.theta, log_alpha_of(player, pcfg), pcfg)
             player.scratch["adapter"] = adapter
-        adapter.add(experience_batch(player, exp, cfg))
+        adapter.add(experience_batch(player, exp, adapter.cfg))
         phi = adapter.compute()
         player.params = {k: v.detach().reshape(player.theta[k].shape).to(player.theta[k].dtype) for k, v in phi.items()}

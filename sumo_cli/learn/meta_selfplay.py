@@ -25,7 +25,8 @@ collections' observations.
 lowered to the largest divisor of ``n_envs``), ``n_envs`` slots (``--envs``) x ``num_steps``
 (``--steps``) per phase, so ``2 * n_envs * num_steps`` env steps per iteration (defaults 8 tasks,
 8 x 512 per phase = 8,192 env steps); outer epochs = ``min(epochs, 4)`` (``--epochs``), lr =
-``--lr`` for theta, 3e-4 for log alpha (paper). The inner/outer losses see the training reward
+``--lr`` for theta; everything else (the inner loss, the step sizes and their learning rate) is
+the meta-learner's default configuration (:class:`meta.MetaConfig`). The inner/outer losses see the training reward
 unscaled (``reward_scale`` is not applied), as the execution-time adaptation in games sees the raw
 rewards too. Recurrent nets: truncated BPTT in windows of 10 steps; the recurrent state is zeroed at
 each bout start (collect_stacked), not kept across the bouts against one opponent version. The paper
@@ -184,8 +185,7 @@ class MetaSelfPlayLearner:
         ctx.timing["iteration_env_steps"] = 2 * cfg.n_envs * cfg.num_steps
         alphas = info.pop("alpha")
         out = {key: float(v) for key, v in info.items() if isinstance(v, (int, float))}
-        for i, a in enumerate(np.ravel(alphas)):
-            out[f"meta_alpha_{i}"] = float(a)
+        out.update(ML.alpha_metrics(alphas))
         out["meta_tasks"] = G
         out["meta_seconds"] = time.perf_counter() - t0
         return out
