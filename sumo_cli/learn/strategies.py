@@ -88,10 +88,9 @@ def adapt(players: list[Player], experiences: list[Experience | None]) -> None:
         if strategy in ("none", "rl2"):
             continue
         if strategy == "track":
-            from sumo_cli.learn.tracking import track_update
+            from sumo_cli.learn.tracking import track_update_many
 
-            for i in idx:
-                track_update(players[i], experiences[i])
+            track_update_many([players[i] for i in idx], [experiences[i] for i in idx])
         elif strategy == "meta":
             from sumo_cli.learn.meta_execution import meta_update
 

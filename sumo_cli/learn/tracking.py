@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import torch
 
-from sumo_cli.learn.ppo import PPOConfig, make_optimizer, ppo_update
+from sumo_cli.learn.ppo import PPOConfig
 from sumo_cli.learn.rollout import Rollout
+from sumo_cli.learn.stacked_ppo import AgentState, stacked_ppo_update
 from sumo_cli.learn.strategies import Experience, Player
 from sumo_cli.nets import policy as P
 
@@ -105,23 +106,32 @@ def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict,
     )
 
 
-def track_update(player: Player, exp: Experience, cfg: PPOConfig | None = None) -> dict[str, float]:
-    """One PPO update of ``player.params`` on the round's experience; returns PPO's statistics.
-    The optimiser (and its moments) carry over from round to round within a game."""
+def track_update_many(players: list[Player], experiences: list[Experience], cfg: PPOConfig | None = None) -> list[dict[str, float]]:
+    """One PPO update of each player's ``params`` on its round's experience, all players (of one
+    policy spec) in one stacked computation (:func:`~sumo_cli.learn.stacked_ppo.stacked_ppo_update`);
+    each gets what it gets updated alone. Adam's moments and the minibatch generator carry over from
+    round to round within a game (``player.scratch``). Returns PPO's statistics per player."""
     cfg = cfg or TRACK_CONFIG
-    scratch = player.scratch
-    if "track_leaves" not in scratch:
-        leaves = {k: v.detach().clone().requires_grad_(True) for k, v in player.params.items()}
-        scratch["track_leaves"] = leaves
-        scratch["track_opt"] = make_optimizer(leaves, cfg)
-        scratch["track_gen"] = torch.Generator().manual_seed(0)
-        scratch["track_updates"] = 0
-    leaves = scratch["track_leaves"]
-    with torch.no_grad():  # whatever the player acts with now is the starting point
-        for k, v in leaves.items():
-            v.copy_(player.params[k])
-    rollout = experience_to_rollout(player.spec, player.params, player.obs_stats, exp, cfg.bptt_len)
-    stats = ppo_update(player.spec, leaves, scratch["track_opt"], rollout, player.obs_stats, cfg, scratch["track_gen"])
-    player.params = {k: v.detach().clone() for k, v in leaves.items()}
-    scratch["track_updates"] += 1
+    if not players:
+        return []
+    spec = players[0].spec
+    if any(p.spec != spec for p in players):
+        raise ValueError("players updated together must share one policy spec")
+    states = []
+    for p in players:
+        if "track" not in p.scratch:
+            p.scratch["track"] = AgentState(torch.Generator().manual_seed(0))
+            p.scratch["track_updates"] = 0
+        states.append(p.scratch["track"])
+    rollouts = [experience_to_rollout(spec, p.params, p.obs_stats, e, cfg.bptt_len) for p, e in zip(players, experiences)]
+    params = [{k: v.detach() for k, v in p.params.items()} for p in players]
+    stats = stacked_ppo_update(spec, params, states, rollouts, [p.obs_stats for p in players], cfg)
+    for p, new in zip(players, params):
+        p.params = new
+        p.scratch["track_updates"] += 1
     return stats
+
+
+def track_update(player: Player, exp: Experience, cfg: PPOConfig | None = None) -> dict[str, float]:
+    """:func:`track_update_many` of one player (the same computation, a group of one)."""
+    return track_update_many([player], [exp], cfg)[0]

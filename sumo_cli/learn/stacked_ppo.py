@@ -1,0 +1,239 @@
+"""One PPO update for each of many agents of one policy spec, computed together with stacked
+parameters: what the ``track`` strategy runs between the rounds of all the games of a process.
+
+Agent k brings its own rollout, parameters, Adam moments and step count, and minibatch generator;
+:func:`stacked_ppo_update` does for every agent what :func:`sumo_cli.learn.ppo.ppo_update` does for
+one (GAE and advantage normalisation on the agent's own steps, ``epochs`` passes in
+``num_minibatches`` random minibatches of BPTT windows or steps, clipped surrogate + value loss,
+gradient-norm clip, Adam), with each minibatch step of the whole group as one batched forward and
+backward pass. Each agent's loss is a mean over its own minibatch entries, so the gradient of their
+sum wrt the stacked parameters is, slice by slice, each agent's own gradient; the norm clip and
+Adam (with its own step count) are applied per agent.
+
+Same results whatever the group: the data of an agent is padded to a shape that depends on its own
+rollout only (its sample count rounded up by :func:`padded_count`, plus one padding sample that
+minibatches fill up with), and agents are grouped by that shape. Every batched operation reads, for
+slice k, agent k's data only, reductions run over each agent's own contiguous row, and a value head
+of one output is evaluated as two (a matrix product with a single output column takes another BLAS
+path for one agent than for several). So an agent updated alone, a group of one, computes exactly
+what it computes in any group (tests/test_tracking.py, and whole games in tests/test_engine.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from sumo_cli.learn.losses import normalise
+from sumo_cli.learn.ppo import PPOConfig, _chunk, _stored_chunk_states, advantages_and_returns, explained_variance, rollout_inputs
+from sumo_cli.learn.rollout import Rollout
+from sumo_cli.nets import policy as P
+
+#: Adam's moment decays (torch's defaults, which :func:`sumo_cli.learn.ppo.make_optimizer` uses).
+ADAM_BETAS = (0.9, 0.999)
+
+
+@dataclass
+class AgentState:
+    """What one agent's updates carry from one to the next (within a game): Adam's moments and step
+    count, and the generator that orders the minibatches."""
+
+    generator: torch.Generator
+    exp_avg: dict[str, Tensor] = field(default_factory=dict)
+    exp_avg_sq: dict[str, Tensor] = field(default_factory=dict)
+    steps: int = 0
+
+
+def padded_count(n: int) -> int:
+    """``n`` rounded up to the next of 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... (four sizes per doubling):
+    at most 25% padding, and few distinct shapes, so that agents with similar rollouts share a group."""
+    if n <= 4:
+        return 4
+    p = 1 << (n.bit_length() - 3)
+    return -(-n // p) * p
+
+
+@dataclass
+class _Prepared:
+    """One agent's update data, unpadded: ``n`` samples (BPTT windows (L, n, ...) or steps (n, ...))."""
+
+    n: int
+    num_mb: int
+    x: Tensor
+    actions: Tensor
+    logp: Tensor
+    adv: Tensor
+    ret: Tensor
+    mask: Tensor | None = None  # (L, n) valid steps of the windows
+    resets: Tensor | None = None  # (L, n)
+    states: dict[str, Tensor] = field(default_factory=dict)  # (n, H)
+    explained_variance: float = float("nan")
+
+
+def _prepare(spec: P.PolicySpec, rollout: Rollout, obs_norm, cfg: PPOConfig, dtype: torch.dtype) -> _Prepared:  # noqa: ANN001
+    r = rollout
+    if r.num_envs != 1:
+        raise ValueError("the stacked PPO update takes one column per agent")
+    T = r.num_steps
+    x = rollout_inputs(spec, r, obs_norm, dtype)
+    with torch.no_grad():
+        adv, ret = advantages_and_returns(spec, r, cfg)
+        ev = explained_variance(r.values.flatten(), ret.flatten())
+        if cfg.norm_adv:
+            adv = normalise(adv)
+    if spec.recurrent:
+        L = cfg.bptt_len
+        states = _stored_chunk_states(r, L)
+        mask = _chunk(torch.ones(T, 1, dtype=torch.bool), L, False)
+        n = mask.shape[1]
+        return _Prepared(n, min(cfg.num_minibatches, n), _chunk(x, L), _chunk(r.actions.to(dtype), L),
+                         _chunk(r.logp.to(dtype), L), _chunk(adv, L), _chunk(ret, L), mask,
+                         _chunk(r.resets, L, False), states, ev)
+    return _Prepared(T, min(cfg.num_minibatches, T), x[:, 0], r.actions[:, 0].to(dtype), r.logp[:, 0].to(dtype),
+                     adv[:, 0], ret[:, 0], explained_variance=ev)
+
+
+def _pad(t: Tensor, dim: int, size: int) -> Tensor:
+    extra = size - t.shape[dim]
+    if extra <= 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = extra
+    return torch.cat([t, torch.zeros(shape, dtype=t.dtype)], dim)
+
+
+def _with_wide_value_head(params: P.Params) -> P.Params:
+    """The value head's single output evaluated as the first of two (see the module docstring)."""
+    out = dict(params)
+    w, b = params["vf/out/w"], params["vf/out/b"]
+    out["vf/out/w"] = torch.cat([w, torch.zeros_like(w)], -1)
+    out["vf/out/b"] = torch.cat([b, torch.zeros_like(b)], -1)
+    return out
+
+
+def _row_mean(x: Tensor, m: Tensor) -> Tensor:
+    """Per agent mean of ``x`` over its valid entries; ``x``, ``m`` ``(G, ...)``."""
+    G = x.shape[0]
+    m = m.reshape(G, -1).to(x.dtype)
+    return (x.reshape(G, -1) * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+def _adam(params: list[Tensor], grads: list[Tensor], m: list[Tensor], v: list[Tensor], steps: list[int], cfg: PPOConfig) -> None:
+    """Adam (torch's formula, eps outside the square root) on stacked tensors, in place, with each
+    agent's own step count for the bias corrections."""
+    b1, b2 = ADAM_BETAS
+    G = len(steps)
+    c1 = torch.tensor([cfg.lr / (1 - b1**s) for s in steps], dtype=params[0].dtype)
+    c2 = torch.tensor([1.0 / math.sqrt(1 - b2**s) for s in steps], dtype=params[0].dtype)
+    for p, g, mk, vk in zip(params, grads, m, v):
+        shape = (G,) + (1,) * (p.dim() - 1)
+        mk.mul_(b1).add_(g, alpha=1 - b1)
+        vk.mul_(b2).addcmul_(g, g, value=1 - b2)
+        denom = (vk.sqrt() * c2.reshape(shape)).add_(cfg.adam_eps)
+        p.sub_(c1.reshape(shape) * mk / denom)
+
+
+def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[AgentState], data: list[_Prepared],
+                  cfg: PPOConfig) -> list[dict[str, float]]:
+    G = len(params)
+    keys = list(params[0])
+    dtype = params[0]["logstd"].dtype
+    n_pad = padded_count(max(d.n for d in data)) + 1  # the last sample is padding for every agent
+    num_mb = data[0].num_mb
+    nb = -(-(n_pad - 1) // num_mb)
+    sd = 1 if spec.recurrent else 0  # the sample dim of an agent's tensors
+    stack = {name: torch.stack([_pad(getattr(d, name), sd, n_pad) for d in data], sd)
+             for name in ("x", "actions", "logp", "adv", "ret")}  # (L, G, n_pad, ...) or (G, n_pad, ...)
+    if spec.recurrent:
+        mask = torch.stack([_pad(d.mask, 1, n_pad) for d in data], 1)
+        resets = torch.stack([_pad(d.resets, 1, n_pad) for d in data], 1)
+        chunk_states = {k: torch.stack([_pad(d.states[k], 0, n_pad) for d in data]) for k in data[0].states}
+    else:
+        mask = torch.stack([_pad(torch.ones(d.n, dtype=torch.bool), 0, n_pad) for d in data])
+    leaves = {k: torch.stack([p[k] for p in params]).requires_grad_(True) for k in keys}
+    plist = [leaves[k] for k in keys]
+    for s in states:
+        if not s.exp_avg:
+            s.exp_avg = {k: torch.zeros_like(params[0][k]) for k in keys}
+            s.exp_avg_sq = {k: torch.zeros_like(params[0][k]) for k in keys}
+    m = [torch.stack([s.exp_avg[k] for s in states]) for k in keys]
+    v = [torch.stack([s.exp_avg_sq[k] for s in states]) for k in keys]
+    steps = [s.steps for s in states]
+    rows = torch.arange(G)[:, None]
+    max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
+    log: dict[str, list[Tensor]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm")}
+    for _ in range(cfg.epochs):
+        splits = [torch.tensor_split(torch.randperm(d.n, generator=s.generator), num_mb) for d, s in zip(data, states)]
+        for j in range(num_mb):
+            idx = torch.full((G, nb), n_pad - 1, dtype=torch.long)
+            for k, sp in enumerate(splits):
+                idx[k, : len(sp[j])] = sp[j]
+            pv = _with_wide_value_head(leaves)
+            if spec.recurrent:
+                st = {k: t[rows, idx] for k, t in chunk_states.items()}
+                means, values, _ = P.forward_sequence(spec, pv, stack["x"][:, rows, idx], st, resets[:, rows, idx])
+                means, values = means.movedim(1, 0), values.movedim(1, 0)  # agent first: (G, L, nb, ...)
+                pick = lambda t: t[:, rows, idx].movedim(1, 0)  # noqa: E731
+            else:
+                means, values, _ = P.forward(spec, pv, stack["x"][rows, idx], {})
+                pick = lambda t: t[rows, idx]  # noqa: E731
+            mb_mask, acts, logp_old, adv, ret = (pick(t) for t in (mask, stack["actions"], stack["logp"], stack["adv"], stack["ret"]))
+            logp = P.log_prob(means, leaves["logstd"], acts)
+            ratio = torch.exp(logp - logp_old)
+            surr = torch.minimum(ratio * adv, torch.clamp(ratio, 1.0 - cfg.clip, 1.0 + cfg.clip) * adv)
+            pg = -_row_mean(surr, mb_mask)
+            vl = 0.5 * _row_mean((values - ret) ** 2, mb_mask)
+            ent = P.entropy(leaves["logstd"])
+            loss = (pg + cfg.vf_coef * vl - cfg.ent_coef * ent).sum()
+            grads = list(torch.autograd.grad(loss, plist))
+            norms = torch.stack([torch.linalg.vector_norm(g.reshape(G, -1), dim=1) for g in grads], 1)
+            total = torch.linalg.vector_norm(norms, dim=1)
+            coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+            grads = [g * coef.reshape((G,) + (1,) * (g.dim() - 1)) for g in grads]
+            steps = [s + 1 for s in steps]
+            with torch.no_grad():
+                _adam(plist, grads, m, v, steps, cfg)
+                log_ratio = logp.detach() - logp_old
+                log["policy_loss"].append(pg.detach())
+                log["value_loss"].append(vl.detach())
+                log["entropy"].append(ent.detach())
+                log["approx_kl"].append(_row_mean((log_ratio.exp() - 1) - log_ratio, mb_mask))
+                log["clip_fraction"].append(_row_mean(((log_ratio.exp() - 1).abs() > cfg.clip).to(dtype), mb_mask))
+                log["grad_norm"].append(total)
+    out = []
+    for k, (s, d) in enumerate(zip(states, data)):
+        s.exp_avg = {key: m[i][k].clone() for i, key in enumerate(keys)}
+        s.exp_avg_sq = {key: v[i][k].clone() for i, key in enumerate(keys)}
+        s.steps = steps[k]
+        params[k].clear()
+        params[k].update({key: leaves[key][k].detach().clone() for key in keys})
+        row = {name: float(torch.stack(vals)[:, k].mean()) for name, vals in log.items()}
+        row.update(explained_variance=d.explained_variance, num_grad_steps=cfg.epochs * num_mb, epochs=cfg.epochs)
+        out.append(row)
+    return out
+
+
+def stacked_ppo_update(spec: P.PolicySpec, params: list[P.Params], states: list[AgentState], rollouts: list[Rollout],
+                       obs_norms: list, cfg: PPOConfig) -> list[dict[str, float]]:
+    """One PPO update of every agent's ``params`` (updated in place: new tensors under the same
+    keys) on its one-column ``rollout``, observations normalised with ``rollout.norm_stats`` (else
+    the agent's ``obs_norm``); ``states`` carry Adam and the minibatch generator. Returns each
+    agent's statistics, as :func:`~sumo_cli.learn.ppo.ppo_update` does."""
+    if cfg.target_kl is not None or (spec.recurrent and cfg.recompute_chunk_states):
+        raise ValueError("the stacked PPO update supports neither target_kl nor recompute_chunk_states")
+    if not params:
+        return []
+    dtype = params[0]["logstd"].dtype
+    data = [_prepare(spec, r, o, cfg, dtype) for r, o in zip(rollouts, obs_norms)]
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, d in enumerate(data):
+        groups.setdefault((d.num_mb, padded_count(d.n)), []).append(i)
+    out: list = [None] * len(params)
+    for idx in groups.values():
+        stats = _update_group(spec, [params[i] for i in idx], [states[i] for i in idx], [data[i] for i in idx], cfg)
+        for i, s in zip(idx, stats):
+            out[i] = s
+    return out
