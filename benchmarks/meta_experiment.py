@@ -99,7 +99,8 @@ TRACKING = dict(epochs=10, lr=1e-2)  # the tracking baseline's per-round PPO upd
 
 
 def default_config(**kw) -> ML.MetaConfig:
-    """The settings used on the point task (differences from the paper's defaults, and why; the
+    """The settings used on the point task (the earlier recipe: bias-only steps, not
+    :class:`MetaConfig`'s current defaults; differences from the paper's defaults, and why; the
     measurements are in the module docstring):
 
     * ``inner_adv="linear"``, ``inner_norm_adv=True``: the inner policy gradient uses a linear
@@ -117,7 +118,9 @@ def default_config(**kw) -> ML.MetaConfig:
     """
     base = dict(
         inner_adv="linear", inner_norm_adv=True, inner_params=("pi/out/b",), inner_vf_coef=0.0,
-        alpha_init=0.3, clip_value=0.5, lr=3e-4, lr_alpha=0.01, alpha_per="step",
+        alpha_init=0.3, clip_value=0.5, lr=3e-4, lr_alpha=0.01, alpha_per="step", inner_reduce="episode",
+        inner_vf_norm=False, execution="paper", inner_data="reuse", outer_steps="last",  # the recipe as measured
+        # below (before the defaults of MetaConfig changed)
     )
     base.update(kw)
     return ML.MetaConfig(**base)

@@ -161,6 +161,28 @@ def test_fresh_batches_and_score_term_match_finite_differences(arch):
     _fd_check(fn, theta, log_alpha, seed=22)
 
 
+def test_every_step_objective_matches_finite_differences():
+    """outer_steps="all" (MAML-style steps on fresh batches): the returns of theta, phi^1 and phi^2
+    on the batches they sampled join the objective; the surrogate stays a function of theta
+    and alpha, and the intermediate terms change the gradient (they are not dropped)."""
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=4)
+    model = ML.GaussianModel(spec)
+    cfg = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", outer_steps="all")
+    theta = _theta(spec, 31)
+    log_alpha = ML.init_log_alpha(cfg, model, (), DT).requires_grad_(True)
+    pre = [_batch(spec, 32 + m) for m in range(3)]
+    post = _post_for(model, theta, log_alpha, pre, _batch(spec, 40), cfg, "theta", 41)
+    mids = [(pre[m], ML.adv_stats_of(pre[m])) for m in (0, 1, 2)]
+    stats = dict(post_stats=ML.post_returns(post), adv_stats=ML.adv_stats_of(post))
+
+    def fn(with_mids=True):
+        return ML.meta_loss(model, theta, log_alpha, pre, post, cfg, mids=mids if with_mids else None, **stats).loss
+
+    g_alpha = _fd_check(fn, theta, log_alpha, seed=42)
+    g_last = torch.autograd.grad(fn(False), [log_alpha])[0]
+    assert not torch.allclose(g_alpha, g_last)
+
+
 def test_importance_weight_is_differentiated_in_the_meta_gradient():
     """The weight multiplies the inner gradient but is itself a function of the parameters; if it
     were treated as a constant (a common shortcut), the meta-gradient would be wrong."""

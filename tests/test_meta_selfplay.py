@@ -53,7 +53,7 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
         m = it.metrics
         # task pairs (v, v+1) of the 2-version pool: versions 1 then 2
         assert sorted(m["opponents"]) == ["ant-mlp@1", "ant-mlp@2"]
-        assert m["iteration_env_steps"] == 2 * 2 * 40 and m["meta_tasks"] == 2
+        assert m["iteration_env_steps"] == 4 * 2 * 40 and m["meta_tasks"] == 2  # 3 inner steps on fresh episodes, then the post-update phase
         for key in ("loss", "ppo", "vf", "score", "pre_return", "post_return", "update_seconds"):
             assert key in m, key
     init = math.log(MetaConfig().alpha_init)

@@ -88,7 +88,7 @@ class LocoConfig(SP.StoredConfig):
     @property
     def steps_per_iteration(self) -> int:
         if self.strategy == "meta":
-            return 2 * self.n_envs * self.meta_episodes * self.horizon
+            return self.meta_config(self.spec()).phases * self.n_envs * self.meta_episodes * self.horizon
         return self.n_envs * self.steps_per_env
 
     def check(self) -> list[str]:
@@ -250,7 +250,7 @@ class LocoMetaLearner(_meta_base()):
         out["rollout_seconds"] = out.pop("collect_s")
         out["update_seconds"] = out.pop("update_s")
         out["mean_return"] = out["pre_return"]
-        out["episodes"] = 2 * cfg.n_envs * cfg.meta_episodes
+        out["episodes"] = self.meta_cfg.phases * cfg.n_envs * cfg.meta_episodes
         out.update(ML.alpha_metrics(alphas))
         return out
 

@@ -105,7 +105,11 @@ class MetaConfig:
     clip_value: float | None = None  # paper: steps clipped by value to [-0.1, 0.1]; None: no clipping (default: a
     # clamped element passes no gradient to its alpha, so a clip at the paper's 0.1 would stop alpha from growing)
     clip_mode: str = "step"  # "step": clamp(alpha*g) (paper: "meta-gradient steps ... clipped"); "grad": alpha*clamp(g)
-    inner_data: str = "reuse"  # training: "reuse" one batch (IW at steps >= 2) or "fresh" batch per step (appendix);
+    outer_steps: str = "all"  # the outer (PPO) objective: "last" = the return of phi^M only (paper); "all" = the
+    # mean of the returns of phi^0 = theta .. phi^M, each on the batch it sampled (inner_data="fresh" only: MAML-style
+    # k consecutive steps, every one of which must pay off, as in MAML++'s multi-step loss)
+    inner_data: str = "fresh"  # training: "reuse" one batch (IW at steps >= 2) or "fresh" batch per step (appendix;
+    # default: step m learns from episodes of phi^{m-1}, as at execution, where each round adapts on its own episodes);
     # read by meta_train (adapt/meta_loss decide by the number of batches they are given)
     inner_baseline: bool = True  # subtract the stored behaviour value from the reward-to-go
     inner_adv: str = "linear"  # baseline of the inner policy gradient: "value" = the stored behaviour value (as
@@ -148,6 +152,10 @@ class MetaConfig:
     score_baseline: str = "loo"  # "loo": mean post-return of the *other* tasks in the batch; "ema"; "none"
     score_ema: float = 0.9  # decay of the "ema" baseline (kept by the training loop)
     # --- execution time (Algorithm 2) ---
+    execution: str = "continue"  # "paper": Algorithm 2, every round phi = M steps from theta* on the importance-
+    # weighted buffer of earlier rounds; "continue" (default): every round one learnt step from the current parameters
+    # on that round's own episodes (on-policy, no importance weights), step r with alpha_min(r, M): what meta-training
+    # with inner_data="fresh" optimises. The paper's rule fell below its one-update return on later rounds (README)
     buffer_episodes: int = ROBOSUMO_BUFFER_EPISODES  # paper: 75 (RoboSumo), 3 (locomotion)
     # --- recurrent nets ---
     bptt_chunk: int | None = None  # detach the recurrent state every k steps (paper trains with T=10); None: full BPTT
@@ -157,6 +165,8 @@ class MetaConfig:
             "alpha_per": ("step", "net", "tensor"),
             "clip_mode": ("step", "grad"),
             "inner_data": ("reuse", "fresh"),
+            "outer_steps": ("last", "all"),
+            "execution": ("paper", "continue"),
             "inner_reduce": ("episode", "step"),
             "inner_adv": ("value", "linear"),
             "iw": ("snis", "truncated", "raw", "none"),
@@ -171,18 +181,26 @@ class MetaConfig:
             raise ValueError("MetaConfig.train_rounds must be >= 2, and > 2 only with inner_data='reuse'")
         if self.alpha_init <= 0:
             raise ValueError("MetaConfig.alpha_init must be positive")
+        if self.outer_steps == "all" and self.inner_data != "fresh":
+            raise ValueError("MetaConfig.outer_steps='all' needs inner_data='fresh' (a batch sampled by every phi^m)")
 
     def replace(self, **kw) -> "MetaConfig":
         return replace(self, **kw)
+
+    @property
+    def phases(self) -> int:
+        """Collections per meta-iteration: one per inner step plus the post-update one ("fresh"), or 2."""
+        return self.num_steps + 1 if self.inner_data == "fresh" else 2
 
     @classmethod
     def paper(cls, **kw) -> "MetaConfig":
         """The paper's values (appendix D.1) where the defaults differ: one alpha per step initialised
         at 0.001 and trained at 3e-4 like theta, steps clipped to [-0.1, 0.1], the inner loss summed
-        over each episode with the stored value as its baseline. On 2D navigation these adapted
+        over each episode with the stored value as its baseline, Algorithm 2 at execution. On 2D navigation these adapted
         almost nothing (the README's benchmark section)."""
         base = dict(alpha_init=1e-3, alpha_per="step", clip_value=0.1, inner_adv="value", inner_norm_adv=False,
-                    inner_vf_norm=False, inner_reduce="episode", lr=3e-4, lr_alpha=3e-4)
+                    inner_vf_norm=False, inner_reduce="episode", lr=3e-4, lr_alpha=3e-4, execution="paper",
+                    inner_data="reuse", outer_steps="last")
         return cls(**{**base, **kw})
 
 
@@ -974,6 +992,25 @@ def post_returns(post: TrajBatch) -> tuple[Tensor, Tensor]:
     return R, Lbar
 
 
+def _ppo_terms(model, phi: Params, post: TrajBatch, cfg: MetaConfig, adv_stats, task_weights) -> tuple[Tensor, Tensor, Tensor]:
+    """(PPO surrogate loss, value loss, entropy) of ``phi`` on a batch it sampled, averaged over tasks."""
+    lp, v = model.evaluate(phi, post)
+    mask = post.mask
+    adv = (post.adv - adv_stats[0]) / adv_stats[1] if cfg.normalize_adv else post.adv
+    ratio = torch.exp(lp - post.logp)
+    surr = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - cfg.ppo_clip, 1 + cfg.ppo_clip) * adv)
+    per_agent = _per_agent_mean(surr, mask)
+    tw = torch.full_like(per_agent, 1.0 / per_agent.numel()) if task_weights is None else (task_weights / task_weights.sum()).to(per_agent.dtype)
+    ent = (tw * model.entropy(phi).reshape(-1)).sum() if cfg.ent_coef else torch.zeros((), dtype=lp.dtype)
+    return -(tw * per_agent).sum(), 0.5 * (tw * _per_agent_mean((v - post.returns) ** 2, mask)).sum(), ent
+
+
+def adv_stats_of(batch: TrajBatch) -> tuple[Tensor, Tensor]:
+    """(mean, std) of a batch's advantages over its valid steps (the outer PPO's standardisation)."""
+    a = batch.adv[batch.mask]
+    return a.mean(), a.std(unbiased=False) + 1e-8
+
+
 @dataclass
 class MetaLossInfo:
     loss: Tensor
@@ -998,6 +1035,7 @@ def meta_loss(
     post_stats: tuple[Tensor, Tensor] | None = None,
     behaviour: str = "theta",
     task_weights: Tensor | None = None,
+    mids: list[tuple[TrajBatch, tuple[Tensor, Tensor]]] | None = None,
 ) -> MetaLossInfo:
     """The loss whose gradient wrt ``theta`` and ``log_alpha`` is the meta-gradient estimate of
     Algorithm 1 for a batch of task pairs (agent dims of ``pre``/``post`` = tasks).
@@ -1015,11 +1053,19 @@ def meta_loss(
     whole batch, so that minibatches (subsets of tasks) use the full-batch normalisation.
     ``behaviour``: see :func:`adapt_trace` (``"theta"`` at training time: ``pre`` sampled by theta).
     ``task_weights`` ``(Gf,)``: weights of the tasks in the average (default uniform; they are
-    normalised to sum 1), e.g. probabilities when the expectation is enumerated exactly."""
+    normalised to sum 1), e.g. probabilities when the expectation is enumerated exactly.
+    ``mids`` (``cfg.outer_steps="all"``): for m = 0 .. M-1, the batch sampled by ``phi^m`` (outer
+    targets; it is also ``pre[m]``; ``phi^0 = theta``) and its advantage statistics; the PPO and
+    value terms become the mean over ``phi^0 .. phi^M`` (the score term stays that of the last
+    step's return)."""
     model = as_model(model, cfg)
     fresh = isinstance(pre, list) and len(pre) == cfg.num_steps and cfg.num_steps > 1
     trace = adapt_trace(model, theta, log_alpha, pre, cfg, create_graph=True, behaviour=behaviour)
     phi = trace.phi
+    mid_loss = None
+    if mids:
+        parts = [_ppo_terms(model, trace.phis[m], b, cfg, st, task_weights) for m, (b, st) in enumerate(mids)]
+        mid_loss = sum(p + cfg.vf_coef * v - cfg.ent_coef * e for p, v, e in parts)
     lp, v = model.evaluate(phi, post)
     mask = post.mask
     adv = post.adv
@@ -1044,6 +1090,8 @@ def meta_loss(
     loss = ppo + cfg.vf_coef * vf
     if cfg.ent_coef:
         loss = loss - cfg.ent_coef * (tw * model.entropy(phi).reshape(-1)).sum()
+    if mid_loss is not None:
+        loss = (loss + mid_loss) / (len(mids) + 1)
     R, Lbar = post_returns(post) if post_stats is None else post_stats
     if cfg.score_term:
         if baseline is None:
@@ -1091,8 +1139,11 @@ class MetaLearner:
     def adapt(self, pre, create_graph: bool = False, behaviour: str = "theta") -> Params:
         return adapt(self.model, self.theta, self.log_alpha, pre, self.cfg, create_graph=create_graph, behaviour=behaviour)
 
-    def update(self, pre: list[TrajBatch] | TrajBatch, post: TrajBatch, generator: torch.Generator | None = None) -> dict:
+    def update(self, pre: list[TrajBatch] | TrajBatch, post: TrajBatch, generator: torch.Generator | None = None,
+               mids: list[TrajBatch] | None = None) -> dict:
+        """``mids``: the outer-target batches sampled by ``phi^0 .. phi^{M-1}`` (``outer_steps="all"``)."""
         cfg = self.cfg
+        mid_stats = [adv_stats_of(b) for b in mids] if mids else None
         G = post.agent_shape[0] if post.agent_shape else 1
         mask = post.mask
         adv_stats = (post.adv[mask].mean(), post.adv[mask].std(unbiased=False) + 1e-8)
@@ -1114,9 +1165,11 @@ class MetaLearner:
                     bl = None if baseline is None else baseline[chunk]
                     if cfg.score_baseline == "loo" and baseline is None and R.numel() > 1:
                         bl = ((R.sum() - R) / (R.numel() - 1))[chunk]
+                    mids_mb = [(b.select_agents(chunk), st) for b, st in zip(mids, mid_stats)] if mids else None
                 else:
                     pre_mb, post_mb, ps, bl = pre, post, post_stats, baseline
-                out = meta_loss(self.model, self.theta, self.log_alpha, pre_mb, post_mb, cfg, baseline=bl, adv_stats=adv_stats, post_stats=ps)
+                    mids_mb = list(zip(mids, mid_stats)) if mids else None
+                out = meta_loss(self.model, self.theta, self.log_alpha, pre_mb, post_mb, cfg, baseline=bl, adv_stats=adv_stats, post_stats=ps, mids=mids_mb)
                 self.opt.zero_grad(set_to_none=True)
                 out.loss.backward()
                 if cfg.max_grad_norm is not None:
@@ -1314,3 +1367,40 @@ class ExecutionAdapter:
             return dict(self.theta)
         fg = self.first_grad() if self.cache else None
         return adapt_trace(self.model, self.theta, self.log_alpha, [self.buffer], self.cfg, create_graph=False, behaviour="data", first_grad=fg).phi
+
+
+class ContinueAdapter:
+    """The execution-time default (``cfg.execution="continue"``): after round r (r = 1, 2, ...), one
+    learnt step from the current parameters on that round's episodes, with the step size of inner
+    step ``min(r, M)``; on-policy, so the importance weights are exactly 1. Same interface as
+    :class:`ExecutionAdapter` (:meth:`add` a round's episodes ``(L, *G, K)``, :meth:`compute`)."""
+
+    def __init__(self, model, theta: Params, log_alpha: Tensor, cfg: MetaConfig):
+        self.model = as_model(model, cfg)
+        self.cfg = cfg
+        self.theta = {k: v.detach() for k, v in theta.items()}
+        self.log_alpha = log_alpha.detach()
+        self.reset()
+
+    def reset(self) -> None:
+        self.phi: Params = dict(self.theta)
+        self.rounds = 0
+
+    def add(self, episodes: TrajBatch) -> None:
+        tail = 1 if self.cfg.alpha_per == "step" else 2
+        dim = self.log_alpha.dim() - tail
+        m = min(self.rounds, self.cfg.num_steps - 1)
+        la = self.log_alpha.narrow(dim, m, 1)
+        phi = expand_params(self.model, self.phi, episodes.agent_shape)
+        self.phi = adapt_trace(self.model, phi, la, [episodes], self.cfg.replace(num_steps=1), create_graph=False, behaviour="data").phi
+        self.rounds += 1
+
+    def compute(self) -> Params:
+        return dict(self.phi)
+
+
+def execution_adapter(model, theta: Params, log_alpha: Tensor, cfg: MetaConfig):
+    """The adapter ``cfg.execution`` asks for (:class:`ContinueAdapter` or :class:`ExecutionAdapter`)."""
+    if cfg.execution == "continue":
+        return ContinueAdapter(model, theta, log_alpha, cfg)
+    return ExecutionAdapter(model, theta, log_alpha, cfg)

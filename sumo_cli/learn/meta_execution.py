@@ -1,9 +1,12 @@
 """The meta strategy in games: Algorithm 2 through the strategy interface.
 
-A meta player acts with phi; after every round its episodes join an experience buffer (the last
+A meta player acts with phi. By default (``MetaConfig.execution="continue"``) phi takes one learnt
+step after every round, from its current value on that round's episodes (learn/meta.py,
+ContinueAdapter). The paper's rule (``execution="paper"``, the setting agents trained before the
+per-tensor step sizes are played with): the round's episodes join an experience buffer (the last
 ``MetaConfig.buffer_episodes``, 75 in RoboSumo), and phi is recomputed from theta* and alpha* on the
-whole buffer with importance weights pi_theta / pi_behaviour (learn/meta.py, ExecutionAdapter, which
-also reuses the first step's gradient at theta* for episodes already in the buffer). The adapter
+whole buffer with importance weights pi_theta / pi_behaviour (ExecutionAdapter, which also reuses
+the first step's gradient at theta* for episodes already in the buffer). The adapter
 lives in ``player.scratch`` for one game and is forgotten by ``start_game``.
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from sumo_cli.learn.meta import ExecutionAdapter, GaussianModel, MetaConfig, episode_batch, init_log_alpha
+from sumo_cli.learn.meta import GaussianModel, MetaConfig, episode_batch, execution_adapter, init_log_alpha
 from sumo_cli.learn.strategies import Experience, Player
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
@@ -53,7 +56,7 @@ def meta_update(players: list[Player], experiences: list[Experience], cfg: MetaC
         adapter = player.scratch.get("adapter")
         if adapter is None:
             pcfg = config_of(player, cfg)
-            adapter = ExecutionAdapter(GaussianModel(player.spec), player.theta, log_alpha_of(player, pcfg), pcfg)
+            adapter = execution_adapter(GaussianModel(player.spec), player.theta, log_alpha_of(player, pcfg), pcfg)
             player.scratch["adapter"] = adapter
         adapter.add(experience_batch(player, exp, adapter.cfg))
         phi = adapter.compute()

@@ -182,7 +182,7 @@ class MetaSelfPlayLearner:
         ctx.jobs = [dataclasses.replace(job, opponents=[o for p in pairs for o in p], motionless_prob=0.0)]
         ctx.timing["rollout_seconds"] = info.pop("collect_s")
         ctx.timing["update_seconds"] = info.pop("update_s")
-        ctx.timing["iteration_env_steps"] = 2 * cfg.n_envs * cfg.num_steps
+        ctx.timing["iteration_env_steps"] = self.meta_cfg.phases * cfg.n_envs * cfg.num_steps
         alphas = info.pop("alpha")
         out = {key: float(v) for key, v in info.items() if isinstance(v, (int, float))}
         out.update(ML.alpha_metrics(alphas))

@@ -266,9 +266,13 @@ def meta_iteration(
     rollouts.append(ro_post)
     post = ML.batch_from_rollout(ro_post, lam=cfg.lam, baseline=True, **kw)
     t1 = time.perf_counter()
-    info = learner.update(pre if cfg.inner_data == "fresh" else pre[0], post, generator)
+    mids = None
+    if cfg.outer_steps == "all":
+        mids = [ML.batch_from_rollout(r, lam=cfg.lam, baseline=True, **kw) for r in rollouts[: cfg.num_steps]]
+    info = learner.update(pre if cfg.inner_data == "fresh" else pre[0], post, generator, mids=mids)
     t2 = time.perf_counter()
     info.update(
+        step_returns=[float(np.nanmean(episode_returns(r, G))) for r in rollouts],
         pre_return=float(np.nanmean(episode_returns(rollouts[0], G))),
         post_episode_return=float(np.nanmean(episode_returns(ro_post, G))),
         collect_s=t1 - t0,
@@ -387,8 +391,10 @@ def run_adaptation(
     parameters, starting from ``theta``:
 
     * ``"none"``: no adaptation;
-    * ``"meta"``: Algorithm 2: after each round, ``phi`` is recomputed from ``theta``, ``log_alpha``
-      on the experience buffer (importance-weighted, ``cfg.buffer_episodes`` episodes);
+    * ``"meta"``: per ``cfg.execution``: ``"continue"``, one learnt step per round from the current
+      parameters on that round's episodes (:class:`meta.ContinueAdapter`); ``"paper"``, Algorithm 2:
+      after each round, ``phi`` is recomputed from ``theta``, ``log_alpha`` on the experience buffer
+      (importance-weighted, ``cfg.buffer_episodes`` episodes);
       with ``meta_from="current"`` the meta-update starts from the group's *current* parameters
       instead (``phi_{i+1} = phi_i - alpha* grad L(phi_i; its own episodes)``, on-policy: the
       importance weights are exactly 1): the learned update applied the way tracking applies its PPO update
@@ -411,7 +417,7 @@ def run_adaptation(
     if strategy == "meta":
         if cfg is None or log_alpha is None:
             raise ValueError("strategy 'meta' needs cfg and log_alpha")
-        adapter = ML.ExecutionAdapter(spec, cur, log_alpha, cfg)
+        adapter = ML.execution_adapter(spec, cur, log_alpha, cfg)
     tracked = opts = None
     if strategy == "tracking":
         ppo_cfg = ppo_cfg or PPO.PPOConfig()

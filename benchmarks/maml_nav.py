@@ -1,0 +1,133 @@
+"""2D navigation of Finn et al. 2017 (MAML, Sec. 5.3), scaled to a 2-core machine.
+
+``python -m benchmarks.maml_nav --seeds 3`` meta-trains the default configuration
+(:class:`sumo_cli.learn.meta.MetaConfig`, MAML-style consecutive steps on fresh episodes:
+``inner_data="fresh"``, ``outer_steps="all"``) and pre-trains a PPO policy on the same number of
+env steps (every episode a new goal), then plays fresh tasks with
+
+* ``meta``: theta* and its learnt step sizes, 3 consecutive steps (:func:`tasks.adaptation_curve`);
+* ``pretrained + fine-tuning``: the PPO policy, the same policy-gradient steps with a fixed step
+  size (``--ft-alpha``, default 0.1 = MAML's, and 1.0);
+* ``random init + fine-tuning``: freshly initialised parameters, the same steps (alpha 0.1).
+
+Every step uses 20 episodes per task (MAML's "fast batch"), 2 x 20 evaluation tasks per seed.
+Printed: mean return per episode after 0..3 steps with 95% intervals over the training seeds
+(t distribution), next to the published MAML numbers (read off Finn et al. 2017, Fig. 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+import numpy as np
+import torch
+
+from benchmarks.maml_tasks import Navigation2D
+from sumo_cli.learn import meta as ML
+from sumo_cli.learn import meta_train as MT
+from sumo_cli.learn import ppo as PPO
+from sumo_cli.learn import tasks as TK
+from sumo_cli.nets import policy as P
+
+PUBLISHED = {  # Finn et al. 2017, Fig. 4 (2D navigation): return after 0, 1, 2, 3 steps (approximate)
+    "MAML": (-40.0, -12.0, -3.0, None),
+    "pretrained + fine-tuning": (None, -20.0, None, -8.0),
+}
+STEPS = 3
+EVAL_TASKS, EVAL_EPISODES, EVAL_SEEDS = 20, 20, 2
+
+
+def config(**kw) -> ML.MetaConfig:
+    """The default configuration with MAML-style steps: each step on fresh episodes of the policy
+    it starts from, every step's return in the meta-objective."""
+    return ML.MetaConfig(inner_data="fresh", outer_steps="all", **kw)
+
+
+def curve(spec, theta, log_alpha, cfg, stats, seed: int, env_cls=Navigation2D) -> list[float]:
+    runs = [
+        TK.adaptation_curve(env_cls(EVAL_TASKS, EVAL_EPISODES, seed=seed + e), spec, theta, log_alpha, cfg,
+                            steps=STEPS, seed=seed + e, stats=stats)
+        for e in range(EVAL_SEEDS)
+    ]
+    return np.concatenate(runs, axis=1).mean(1).tolist()
+
+
+def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
+             env_cls=Navigation2D, log=print) -> dict:
+    torch.set_num_threads(1)
+    cfg = config()
+    spec = P.PolicySpec("mlp", env_cls.obs_dim, env_cls.act_dim, hidden=hidden)
+    H = env_cls.horizon
+    out: dict = {"seed": seed}
+    t0 = time.perf_counter()
+
+    def progress(it, info, res):
+        if it % 10 == 0 or it == iters - 1:
+            log(f"seed {seed} meta it {it}: returns by step {np.round(info['step_returns'], 1).tolist()}")
+        out.setdefault("alpha_curve", []).append(ML.alpha_metrics(info["alpha"]))
+
+    res = MT.meta_train(env_cls(tasks, episodes, seed=seed), spec, cfg, iters, seed, steps_pre=H, steps_post=H,
+                        normalize_obs=False, callback=progress)
+    out["meta_train_s"] = time.perf_counter() - t0
+    out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
+    ev = 10_000 + 101 * seed
+    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, env_cls)
+    # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
+    env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
+    pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
+    penv = env_cls(tasks, episodes, seed=seed, resample_every_episode=True)
+    t0 = time.perf_counter()
+    pres = PPO.train_ppo(penv, spec, pcfg, env_steps // (penv.num_envs * H), seed)
+    out["ppo_train_s"] = time.perf_counter() - t0
+    out["env_steps"] = env_steps
+    pth = {k: v.detach() for k, v in pres.params.items()}
+    model = ML.GaussianModel(spec)
+    init = P.init_params(spec, torch.Generator().manual_seed(seed))
+    for a in ft_alphas:
+        fixed = torch.full((cfg.num_steps, len(model.param_shapes())), math.log(a))
+        out[f"pretrained_ft_{a:g}"] = curve(spec, pth, fixed, cfg, pres.obs_norm.stats, ev, env_cls)
+        out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, env_cls)
+    log(json.dumps({k: v for k, v in out.items() if k != "alpha_curve"}))
+    return out
+
+
+def summarise(results: list[dict]) -> str:
+    from scipy import stats as sst
+
+    keys = ["meta"] + sorted(k for k in results[0] if k.startswith(("pretrained_ft_", "random_ft_")))
+    n = len(results)
+    lines = [f"{'':24s}" + "".join(f"{'after ' + str(m) + ' steps':>18s}" for m in range(STEPS + 1))]
+    for k in keys:
+        a = np.array([r[k] for r in results])
+        m = a.mean(0)
+        h = sst.t.ppf(0.975, n - 1) * a.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(m)
+        lines.append(f"{k:24s}" + "".join(f"{mi:10.1f} +-{hi:5.1f}" for mi, hi in zip(m, h)))
+    for k, v in PUBLISHED.items():
+        lines.append(f"{'published ' + k:24s}" + "".join(f"{'' if x is None else f'{x:.0f}':>18s}" for x in v))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--iters", type=int, default=100, help="meta-iterations per seed")
+    ap.add_argument("--tasks", type=int, default=10, help="tasks per meta-iteration")
+    ap.add_argument("--episodes", type=int, default=10, help="episodes per task and step")
+    ap.add_argument("--json", help="also write the per-seed results here")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    results = [run_seed(s, args.iters, args.tasks, args.episodes) for s in range(args.first_seed, args.first_seed + args.seeds)]
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f)
+    print("mean return per episode after 0..3 steps, 95% interval over training seeds")
+    print(summarise(results))
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
