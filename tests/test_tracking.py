@@ -8,7 +8,7 @@ import torch
 from sumo_cli.learn import strategies as S
 from sumo_cli.learn.collect import net_input
 from sumo_cli.learn.ppo import chunked_evaluation
-from sumo_cli.learn.tracking import TRACK_CONFIG, experience_to_rollout, track_update
+from sumo_cli.learn.tracking import TRACK_CONFIG, experience_to_rollout, track_update, track_update_many
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 
@@ -125,3 +125,29 @@ def test_only_tracking_players_change():
     # a new game forgets the adaptation
     S.start_game([track])
     assert all(torch.equal(track.theta[k], track.params[k]) for k in before[1]) and track.scratch == {}
+
+
+@pytest.mark.parametrize("arch", ["mlp", "lstm"])
+def test_players_updated_together_get_what_they_get_alone(arch):
+    """Two rounds of stacked updates of six players (rounds of different lengths: some share a
+    padded shape, some are alone in theirs, one is shorter than the minibatch count) equal, bit for
+    bit, each player updated by itself."""
+    lengths = [[150, 90, 61], [17, 30, 4], [40, 41, 39], [150, 91, 60], [3, 2, 1], [1, 1, 1]]
+
+    def fresh():
+        players = [make_player(arch, seed=i) for i in range(len(lengths))]
+        gen = torch.Generator().manual_seed(7)
+        return players, [play_round(p, n, gen) for p, n in zip(players, lengths)]
+
+    alone, exps = fresh()
+    for _ in range(2):
+        for p, e in zip(alone, exps):
+            track_update(p, e)
+    together, exps = fresh()
+    for _ in range(2):
+        stats = track_update_many(together, exps)
+    for p, q in zip(alone, together):
+        assert all(torch.equal(p.params[k], q.params[k]) for k in p.params)
+        assert any(not torch.equal(q.params[k], q.theta[k]) for k in q.params)
+    samples = [-(-sum(n) // TRACK_CONFIG.bptt_len) if arch == "lstm" else sum(n) for n in lengths]
+    assert [s["num_grad_steps"] for s in stats] == [TRACK_CONFIG.epochs * min(TRACK_CONFIG.num_minibatches, n) for n in samples]

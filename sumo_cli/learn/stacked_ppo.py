@@ -114,6 +114,40 @@ def _with_wide_value_head(params: P.Params) -> P.Params:
     return out
 
 
+def _lstm_windows(spec: P.PolicySpec, params: P.Params, x: Tensor, state0: dict[str, Tensor],
+                  resets: Tensor) -> tuple[Tensor, Tensor]:
+    """The policy means ``(G, L, B, A)`` and values ``(G, L, B)`` of stacked LSTM (or RL^2) nets on
+    windows ``x`` ``(L, G, B, D)`` from the states ``state0`` ``(G, B, H)``, zeroed where ``resets``
+    ``(L, G, B)``. The same function as :func:`sumo_cli.nets.policy.forward_sequence` in fewer and
+    larger operations: embeddings and the input half of the gates for all L steps at once, the two
+    nets' cells stepped together, the output layers after the loop."""
+    L, G, B = x.shape[:3]
+    H = spec.hidden
+    xg = x.movedim(0, 1).reshape(G, L * B, x.shape[-1])
+    gates_x, kernels_h = [], []
+    for net in ("pi", "vf"):
+        e = torch.relu(torch.baddbmm(params[f"{net}/fc/b"].unsqueeze(1), xg, params[f"{net}/fc/w"]))
+        kernel = params[f"{net}/lstm/kernel"]
+        gates_x.append(torch.baddbmm(params[f"{net}/lstm/bias"].unsqueeze(1), e, kernel[:, :H]).reshape(G, L, B, 4 * H))
+        kernels_h.append(kernel[:, H:])
+    gx = torch.stack(gates_x, 1).reshape(G * 2, L, B, 4 * H).unbind(1)
+    kh = torch.stack(kernels_h, 1).reshape(G * 2, H, 4 * H)
+    h = torch.stack([state0["pi/h"], state0["vf/h"]], 1).reshape(G * 2, B, H)
+    c = torch.stack([state0["pi/c"], state0["vf/c"]], 1).reshape(G * 2, B, H)
+    keep = (~resets).to(x.dtype).movedim(0, 1)[:, None].expand(G, 2, L, B).reshape(G * 2, L, B, 1).unbind(1)
+    hs = []
+    for t in range(L):
+        h, c = h * keep[t], c * keep[t]
+        i, j, f, o = torch.chunk(torch.baddbmm(gx[t], h, kh), 4, dim=-1)
+        c = c * torch.sigmoid(f + P.FORGET_BIAS) + torch.sigmoid(i) * torch.tanh(j)
+        h = torch.tanh(c) * torch.sigmoid(o)
+        hs.append(h)
+    out = torch.stack(hs, 1).reshape(G, 2, L * B, H)
+    mean = torch.baddbmm(params["pi/out/b"].unsqueeze(1), out[:, 0], params["pi/out/w"])
+    value = torch.baddbmm(params["vf/out/b"].unsqueeze(1), out[:, 1], params["vf/out/w"])[..., 0]
+    return mean.reshape(G, L, B, -1), value.reshape(G, L, B)
+
+
 def _row_mean(x: Tensor, m: Tensor) -> Tensor:
     """Per agent mean of ``x`` over its valid entries; ``x``, ``m`` ``(G, ...)``."""
     G = x.shape[0]
@@ -174,8 +208,7 @@ def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[Agent
             pv = _with_wide_value_head(leaves)
             if spec.recurrent:
                 st = {k: t[rows, idx] for k, t in chunk_states.items()}
-                means, values, _ = P.forward_sequence(spec, pv, stack["x"][:, rows, idx], st, resets[:, rows, idx])
-                means, values = means.movedim(1, 0), values.movedim(1, 0)  # agent first: (G, L, nb, ...)
+                means, values = _lstm_windows(spec, pv, stack["x"][:, rows, idx], st, resets[:, rows, idx])
                 pick = lambda t: t[:, rows, idx].movedim(1, 0)  # noqa: E731
             else:
                 means, values, _ = P.forward(spec, pv, stack["x"][rows, idx], {})

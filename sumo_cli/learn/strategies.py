@@ -11,8 +11,9 @@ parameters it plays the next round with:
   round from theta* and alpha* on a buffer of recent episodes, importance-weighted.
 
 Games call strategies only through :func:`start_game` and :func:`adapt`, for many players at once:
-players of the same strategy and architecture are adapted in one batched call where the strategy
-allows it (meta), otherwise one after another.
+players of the same strategy and policy spec are adapted in one call: ``track`` updates them with
+stacked parameters in one batched computation, ``meta`` hands them to one call of the
+execution-time meta-update.
 """
 
 from __future__ import annotations

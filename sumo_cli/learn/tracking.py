@@ -1,9 +1,11 @@
 """PPO tracking: the paper's adaptation baseline (iii), "keep training with PPO during the game".
 
 Between two rounds, a ``track`` player turns the round's episodes into a
-:class:`~sumo_cli.learn.rollout.Rollout` and runs one :func:`~sumo_cli.learn.ppo.ppo_update` on
-its ``params``, with an Adam optimiser that lives in ``player.scratch`` for the whole game (created
-at the first update, forgotten by :func:`~sumo_cli.learn.strategies.start_game`).
+:class:`~sumo_cli.learn.rollout.Rollout` and runs one PPO update on its ``params``, with Adam's
+moments kept in ``player.scratch`` for the whole game (created at the first update, forgotten by
+:func:`~sumo_cli.learn.strategies.start_game`). All the track players of one policy spec that a
+process adapts after a round are updated together with stacked parameters
+(:mod:`sumo_cli.learn.stacked_ppo`); a player alone is the same computation for a group of one.
 
 Layout: the E padded episodes ``(L, E, ...)`` of an :class:`~sumo_cli.learn.strategies.Experience`
 are concatenated in time into **one column** of ``T = sum(lengths)`` steps, so padding never
