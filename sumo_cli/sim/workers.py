@@ -8,6 +8,11 @@ That is about a third of the latency. Work is shared through one ``itertools.cou
 
 Threads reference only the pool, never its owner, so an owner can be garbage collected; its
 finaliser calls ``close``.
+
+A Ctrl-C (KeyboardInterrupt) can land between any two of the dispatch's lock operations, after
+which no one knows which locks are held. So anything raised through a dispatch abandons the pool
+instead of closing it: its daemon threads finish the item they are on and stay parked (the process
+is ending, as a rule), and a later ``run`` works on the calling thread alone.
 """
 
 from __future__ import annotations
@@ -60,18 +65,24 @@ class ForkJoinPool:
             fn(counter, *args)
             return
         self._job = (fn, counter, args)
-        for lock in self._go:
-            lock.release()
         try:
+            for lock in self._go:
+                lock.release()
             fn(counter, *args)
-        finally:
             for lock in self._done:
                 lock.acquire()
-            self._job = None
+        except BaseException:
+            self._abandon()
+            raise
+        self._job = None
         if self._errors:
             err = self._errors[0]
             self._errors.clear()
             raise err
+
+    def _abandon(self) -> None:
+        self._job = None  # a worker not yet started on this job ends instead
+        self._closed = True
 
     def close(self) -> None:
         if self._closed:
