@@ -8,7 +8,10 @@ env steps (every episode a new goal), then plays fresh tasks with
 * ``meta``: theta* and its learnt step sizes, 3 consecutive steps (:func:`tasks.adaptation_curve`);
 * ``pretrained + fine-tuning``: the PPO policy, the same policy-gradient steps with a fixed step
   size (``--ft-alpha``, default 0.1 = MAML's, and 1.0);
-* ``random init + fine-tuning``: freshly initialised parameters, the same steps (alpha 0.1).
+* ``random init + fine-tuning``: freshly initialised parameters, the same steps (alpha 0.1, 1.0);
+* execution over 6 rounds of one task: the default (one learnt step per round from the current
+  parameters) against the paper's Algorithm 2 (3 steps from theta* on the importance-weighted last
+  round), same theta* and alpha*.
 
 Every step uses 20 episodes per task (MAML's "fast batch"), 2 x 20 evaluation tasks per seed.
 Printed: mean return per episode after 0..3 steps with 95% intervals over the training seeds
@@ -37,6 +40,7 @@ PUBLISHED = {  # Finn et al. 2017, Fig. 4 (2D navigation): return after 0, 1, 2,
     "pretrained + fine-tuning": (None, -20.0, None, -8.0),
 }
 STEPS = 3
+ROUNDS = 6  # rounds of one task for the execution-time comparison (Algorithm 2 vs the default)
 EVAL_TASKS, EVAL_EPISODES, EVAL_SEEDS = 20, 20, 2
 
 
@@ -73,8 +77,17 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
                         normalize_obs=False, callback=progress)
     out["meta_train_s"] = time.perf_counter() - t0
     out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
+    names = list(ML.GaussianModel(spec).param_shapes())
+    out["alpha_per_tensor"] = {n: [round(float(x), 4) for x in torch.exp(res.log_alpha[:, i])] for i, n in enumerate(names)}
     ev = 10_000 + 101 * seed
     out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, env_cls)
+    # execution over ROUNDS rounds of the same task: the default (one learnt step per round from the current
+    # parameters) against the paper's Algorithm 2 (every round 3 steps from theta* on the last round's episodes,
+    # importance-weighted), with the same theta* and alpha*
+    for name, c in (("rounds_continue", cfg), ("rounds_paper_alg2", cfg.replace(execution="paper", buffer_episodes=EVAL_EPISODES))):
+        r = MT.run_adaptation(env_cls(EVAL_TASKS, EVAL_EPISODES, seed=ev), spec, "meta", res.theta, rounds=ROUNDS,
+                              steps_per_round=H, seed=ev, log_alpha=res.log_alpha, cfg=c)
+        out[name] = r.mean(1).tolist()
     # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
     env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
     pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
@@ -110,6 +123,19 @@ def summarise(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def summarise_rounds(results: list[dict]) -> str:
+    from scipy import stats as sst
+
+    n = len(results)
+    lines = []
+    for k in ("rounds_continue", "rounds_paper_alg2"):
+        a = np.array([r[k] for r in results])
+        m = a.mean(0)
+        h = sst.t.ppf(0.975, n - 1) * a.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(m)
+        lines.append(f"{k:24s}" + "".join(f"{mi:8.1f} +-{hi:4.1f}" for mi, hi in zip(m, h)))
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
@@ -118,14 +144,20 @@ def main(argv=None) -> None:
     ap.add_argument("--tasks", type=int, default=10, help="tasks per meta-iteration")
     ap.add_argument("--episodes", type=int, default=10, help="episodes per task and step")
     ap.add_argument("--json", help="also write the per-seed results here")
+    ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    results = [run_seed(s, args.iters, args.tasks, args.episodes) for s in range(args.first_seed, args.first_seed + args.seeds)]
+    if args.summarise:
+        results = [r for path in args.summarise for r in json.load(open(path))]
+    else:
+        results = [run_seed(s, args.iters, args.tasks, args.episodes) for s in range(args.first_seed, args.first_seed + args.seeds)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f)
     print("mean return per episode after 0..3 steps, 95% interval over training seeds")
     print(summarise(results))
+    print(f"execution over {ROUNDS} rounds of one task (round 1: theta*), 95% interval over training seeds")
+    print(summarise_rounds(results))
     print(f"total {time.perf_counter() - t0:.0f} s")
 
 

@@ -102,8 +102,10 @@ class MetaConfig:
     alpha_per: str = "tensor"  # "step": one scalar per step (paper); "net": per step for the policy and for the
     # value function ("vf/" keys) separately; "tensor": one per step and parameter tensor (default: the value loss
     # then moves only the value function's step sizes, and each layer finds its own scale; Meta-SGD-like)
-    clip_value: float | None = None  # paper: steps clipped by value to [-0.1, 0.1]; None: no clipping (default: a
-    # clamped element passes no gradient to its alpha, so a clip at the paper's 0.1 would stop alpha from growing)
+    clip_value: float | None = 1.0  # paper: steps clipped by value to [-0.1, 0.1]; None: no clipping. Default 1.0: a
+    # guard against exploding steps (unclipped, a 2D-navigation run diverged at iteration 80 with one alpha at 100)
+    # loose enough for learnt step sizes; a clamped element passes no gradient to its alpha, so at the paper's 0.1
+    # alpha could hardly grow
     clip_mode: str = "step"  # "step": clamp(alpha*g) (paper: "meta-gradient steps ... clipped"); "grad": alpha*clamp(g)
     outer_steps: str = "all"  # the outer (PPO) objective: "last" = the return of phi^M only (paper); "all" = the
     # mean of the returns of phi^0 = theta .. phi^M, each on the batch it sampled (inner_data="fresh" only: MAML-style
@@ -133,9 +135,9 @@ class MetaConfig:
     # the meta-update is trained on the data it meets at execution (needs inner_data="reuse")
     # --- outer loop (PPO on the post-adaptation trajectories) ---
     lr: float = 1e-3  # paper: 3e-4 (Adam) for theta; 1e-3 learnt ~1.5x faster on 2D navigation (benchmarks/)
-    lr_alpha: float = 0.03  # paper: 3e-4 for alpha. Applied to log alpha, Adam moves it by up to lr_alpha per outer
-    # epoch, so 0.03 lets alpha change by a factor of e within ~10 iterations (4 epochs each); the paper's rate
-    # moves it by ~30% in 1,000 iterations
+    lr_alpha: float = 0.01  # paper: 3e-4 for alpha. Applied to log alpha, Adam moves it by up to lr_alpha per outer
+    # epoch, so 0.01 lets alpha change by a factor of e within ~25 iterations (4 epochs each); the paper's rate
+    # moves it by ~30% in 1,000 iterations; 0.03 let one alpha run away (x10 in 10 iterations) before a divergence
     gamma: float = 0.995  # paper: GAE gamma
     lam: float = 0.95  # paper: GAE lambda
     ppo_clip: float = 0.2  # paper: PPO clip 0.2, no KL penalty
