@@ -9,8 +9,10 @@ from sumo_cli.learn.tasks import TaskFamily
 
 class Navigation2D(TaskFamily):
     """2D navigation of Finn et al. 2017 (Sec. 5.3; rllab's ``PointEnvRandGoal``): a point starts
-    at the origin and observes its position (never the goal); actions are clipped to [-0.1, 0.1]
-    per coordinate and added to the position; reward = -distance to the goal after the move; goals
+    at the origin and observes its position (never the goal); the policy's actions are clipped to
+    [-1, 1] and scaled to the task's bounds [-0.1, 0.1] per coordinate (rllab's ``normalize`` wrapper,
+    which MAML's point example uses), then added to the position; reward = -distance to the goal
+    after the move; goals
     uniform in [-0.5, 0.5]^2; horizon 100. The original episode ends when both coordinates are
     within 0.01 of the goal; here the point then stays put and earns 0 for the rest of the horizon
     (the same return; fixed-length episodes keep the batches rectangular)."""
@@ -25,7 +27,7 @@ class Navigation2D(TaskFamily):
 
     def move(self, state, action, tasks):
         done = state[:, 2] > 0
-        pos = state[:, :2] + np.where(done[:, None], 0.0, np.clip(action, -0.1, 0.1))
+        pos = state[:, :2] + np.where(done[:, None], 0.0, 0.1 * np.clip(action, -1.0, 1.0))
         reward = np.where(done, 0.0, -np.linalg.norm(pos - tasks, axis=-1))
         reached = done | (np.abs(pos - tasks) < 0.01).all(-1)
         return np.concatenate([pos, reached[:, None]], -1), reward
