@@ -127,3 +127,23 @@ def test_engine_game_alone_equals_game_among_others(monkeypatch):
     assert _plain(among) == _plain(alone)
     (key,) = alone_exps
     _assert_same_experiences(seen[key], alone_exps[key])
+
+
+def test_engine_reports_every_game_round_as_it_is_played():
+    """After each round phase the engine reports one game-round per game in flight (what the
+    expected duration of a tournament is computed from), before the games that phase ended are
+    yielded: with games of 3 and 5 rounds, three at a time, a game first ends after 3 phases."""
+    settings = GameSettings(rounds=3, episodes=1, physics="fast")
+    a, b = random_agent("ant", "none", 1), random_agent("bug", "none", 2)
+    rounds = [3, 5, 3, 5, 5]
+    fixtures = [Fixture(i, a, b, replace(settings, rounds=r), 10 + i) for i, r in enumerate(rounds)]
+    events: list = []
+    for key, _ in play_games(fixtures, concurrency=3,
+                             on_phase=lambda n, seconds: events.append(("phase", n, seconds))):
+        events.append(("game", key))
+    phases = [e for e in events if e[0] == "phase"]
+    assert sum(n for _, n, _ in phases) == sum(rounds)
+    assert all(seconds > 0 for _, _, seconds in phases)
+    first_game = next(i for i, e in enumerate(events) if e[0] == "game")
+    assert [n for _, n, _ in events[:first_game]] == [3, 3, 3]  # three phases of the first three games
+    assert sorted(k for e in events if e[0] == "game" for k in [e[1]]) == list(range(5))

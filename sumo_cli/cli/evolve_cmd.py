@@ -10,6 +10,7 @@ import typer
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
 )
+from sumo_cli.cli.estimate import RunEstimate
 
 
 def shares_table(history: list[dict], key: str):  # noqa: ANN201
@@ -25,22 +26,30 @@ def shares_table(history: list[dict], key: str):  # noqa: ANN201
     return table
 
 
-def progress_view(generations: int, matches: int, done: int, quiet: bool):  # noqa: ANN201
+def progress_view(generations: int, matches: int, done: int, quiet: bool, estimate: RunEstimate):  # noqa: ANN201
     """A progress bar over all games of the run, with the generation, the games within it and the
-    time left; and the ``on_game(generation, games done in it)`` callback that moves it."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    time left (from the game-rounds played: known long before the first game ends); the
+    ``on_game(generation, games done in it)`` and ``on_progress(game-rounds, seconds)`` callbacks
+    that move it. The estimate's own lines go above the bar (and into logs, where there is no bar)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     progress = Progress(TextColumn("generation {task.fields[generation]}/" + str(generations)),
                         TextColumn("{task.fields[in_generation]}/" + f"{matches} games;"), TextColumn("all games"),
-                        BarColumn(), MofNCompleteColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        BarColumn(), MofNCompleteColumn(), TextColumn("time left {task.fields[left]}"),
                         console=err_console, disable=quiet)
-    task = progress.add_task("games", total=generations * matches, completed=done,
+    task = progress.add_task("games", total=generations * matches, completed=done, left=estimate.left_text(),
                              generation=min(done // matches + 1, generations), in_generation=done % matches)
+    if not quiet:
+        estimate.say = lambda line: progress.console.print(line, highlight=False)
 
     def on_game(g: int, n: int) -> None:
         progress.update(task, completed=g * matches + n, generation=g + 1, in_generation=n)
 
-    return progress, on_game
+    def on_progress(rounds: float, seconds: float) -> None:
+        estimate.on_progress(rounds, seconds)
+        progress.update(task, left=estimate.left_text())
+
+    return progress, on_game, on_progress
 
 
 @friendly
@@ -101,7 +110,10 @@ def evolve(
 
     with db.read() as s:
         done = get_run(s, run_id).progress_done
-    progress, on_game = progress_view(runner.config["generations"], runner.matches, done, json_out)
+    total = runner.config["generations"] * runner.matches
+    estimate = RunEstimate((total - done) * runner.config["game"]["rounds"], executor.workers, say=lambda line: None)
+    progress, on_game, on_progress = progress_view(runner.config["generations"], runner.matches, done, json_out,
+                                                   estimate)
 
     def on_generation(g: int, shares: dict) -> None:
         if not json_out:
@@ -109,7 +121,7 @@ def evolve(
 
     try:
         with first_interrupt_only(), progress:
-            history = runner.run(executor, on_game=on_game, on_generation=on_generation)
+            history = runner.run(executor, on_game=on_game, on_generation=on_generation, on_progress=on_progress)
     except KeyboardInterrupt:
         executor.close()
         err_console.print(f"[yellow]interrupted[/]: finished games are stored. Resume with: "

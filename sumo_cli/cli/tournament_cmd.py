@@ -96,11 +96,22 @@ def tournament(
         f"{runner.config['game']['rounds']} rounds x {runner.config['game']['episodes']} episodes, "
         f"{executor.workers} workers; draw probability {runner.config['draw_probability']:.3f}"
     )
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    progress = Progress(TextColumn("games"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    from sumo_cli.cli.estimate import RunEstimate
+    from sumo_cli.store.games import get_run
+
+    progress = Progress(TextColumn("games"), BarColumn(), MofNCompleteColumn(), TextColumn("time left {task.fields[left]}"),
                         console=err_console, disable=json_out)
+    with db.read() as s:
+        done = get_run(s, run_id).progress_done
+    estimate = RunEstimate((len(runner.schedule) - done) * runner.config["game"]["rounds"], executor.workers,
+                           say=(lambda line: None) if json_out else (lambda line: progress.console.print(line, highlight=False)))
     last_print = {"n": 0}
+
+    def on_progress(rounds: float, seconds: float) -> None:
+        estimate.on_progress(rounds, seconds)
+        progress.update(task, left=estimate.left_text())
 
     def on_game(idx: int, result: dict) -> None:
         progress.update(task, completed=len(runner.outcomes))
@@ -111,8 +122,8 @@ def tournament(
 
     try:
         with first_interrupt_only(), progress:
-            task = progress.add_task("games", total=len(runner.schedule), completed=0)
-            board = runner.run(executor, on_game)
+            task = progress.add_task("games", total=len(runner.schedule), completed=done, left=estimate.left_text())
+            board = runner.run(executor, on_game, on_progress=on_progress)
     except KeyboardInterrupt:
         executor.close()
         err_console.print(

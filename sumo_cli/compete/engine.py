@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -36,6 +36,7 @@ from sumo_cli.compete.game import (
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.learn import strategies as S
 from sumo_cli.nets.stacked_actor import StackedActor
+from sumo_cli.runtime import progress
 
 #: Games one engine keeps in flight by default (the issue's target setting: at least 32).
 CONCURRENCY = 32
@@ -196,11 +197,14 @@ def _share(games: list[_Game], key: str, seconds: float) -> None:
         g.timing[key] += seconds / len(games)
 
 
-def play_games(fixtures: list[Fixture], concurrency: int = CONCURRENCY) -> Iterator[tuple[int, GameResult]]:
+def play_games(fixtures: list[Fixture], concurrency: int = CONCURRENCY,
+               on_phase: Callable[[int, float], None] | None = None) -> Iterator[tuple[int, GameResult]]:
     """Play every fixture, at most ``concurrency`` at once; yield ``(key, result)`` as games end.
     Each result equals ``play_game(f.a, f.b, f.settings, f.seed)``. A game's ``timing`` holds its
     share of the phases it took part in (physics and policy split among the games stepped together,
-    adaptation among the games adapted together)."""
+    adaptation among the games adapted together). After every phase, before the games it ended are
+    yielded, ``on_phase(rounds, seconds)``: the game-rounds it played (one per game in flight) and
+    its wall-clock time."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     for f in fixtures:
@@ -216,6 +220,7 @@ def play_games(fixtures: list[Fixture], concurrency: int = CONCURRENCY) -> Itera
     policies = _Policies()
     try:
         while queue or live:
+            t_phase = time.perf_counter()
             while queue and len(live) < concurrency:
                 f = queue.popleft()
                 key = _pairing(f)
@@ -258,6 +263,8 @@ def play_games(fixtures: list[Fixture], concurrency: int = CONCURRENCY) -> Itera
                 _share(adapting, "adapt", time.perf_counter() - t3)
             for g in adapting:
                 g.r += 1
+            if on_phase is not None:
+                on_phase(len(live), time.perf_counter() - t_phase)
             live = [g for g in live if g not in done]
             for g in done:
                 g.table.free.append(g.slot)
@@ -272,9 +279,10 @@ def play_games(fixtures: list[Fixture], concurrency: int = CONCURRENCY) -> Itera
 
 def run_games_job(games: list[tuple[int, AgentData, AgentData, dict, int]], concurrency: int = CONCURRENCY) -> list:
     """What a worker does: a batch of ``(key, a, b, settings, seed)`` games in one engine, returned
-    as ``[(key, result dict)]``."""
+    as ``[(key, result dict)]``; the game-rounds it plays are reported as they are played
+    (:mod:`sumo_cli.runtime.progress`), long before the batch returns."""
     fixtures = [Fixture(key, a, b, GameSettings(**settings), seed) for key, a, b, settings, seed in games]
-    return [(key, result.to_dict()) for key, result in play_games(fixtures, concurrency)]
+    return [(key, result.to_dict()) for key, result in play_games(fixtures, concurrency, progress.report)]
 
 
 def batches(games: list, workers: int, concurrency: int = CONCURRENCY) -> list[list]:

@@ -103,7 +103,11 @@ class EvolutionRunner:
         return out
 
     def run(self, executor, on_game: Callable[[int, int], None] | None = None,  # noqa: ANN001
-            on_generation: Callable[[int, dict], None] | None = None, concurrency: int = CONCURRENCY) -> list[dict]:
+            on_generation: Callable[[int, dict], None] | None = None, concurrency: int = CONCURRENCY,
+            on_progress: Callable[[float, float], None] | None = None) -> list[dict]:
+        """Play the generations still missing; ``on_game(generation, games done in it)``,
+        ``on_generation(generation, shares)`` and ``on_progress(game-rounds, seconds)`` (the rounds
+        the workers play, as they play them) report along the way."""
         from sumo_cli.compete.play import mujoco_version
 
         mj = mujoco_version()
@@ -122,7 +126,7 @@ class EvolutionRunner:
                 games = [(x.index, self.data[slots[x.a]], self.data[slots[x.b]], settings, x.seed)
                          for x in schedule if x.index not in outcomes]
                 jobs = ((i, (b, concurrency)) for i, b in enumerate(batches(games, executor.workers, concurrency)))
-                for idx, result in each_game(executor.run(run_games_job, jobs)):
+                for idx, result in each_game(executor.run(run_games_job, jobs, on_progress)):
                     x = schedule[idx]
                     with self.db.write() as s:
                         store_games.record_game(

@@ -173,9 +173,10 @@ class TournamentRunner:
         return Leaderboard(self.run_id, self.rated, len(self.schedule), self.standings, bt)
 
     def run(self, executor, on_game: Callable[[int, dict], None] | None = None,  # noqa: ANN001
-            concurrency: int = CONCURRENCY) -> Leaderboard:
+            concurrency: int = CONCURRENCY, on_progress: Callable[[float, float], None] | None = None) -> Leaderboard:
         """Play what is missing: batches of up to ``concurrency`` games, each batch in one engine
-        (compete/engine.py) on one worker; the results do not depend on either number."""
+        (compete/engine.py) on one worker; the results do not depend on either number.
+        ``on_progress(game-rounds, seconds)``: the rounds the workers play, as they play them."""
         from sumo_cli.compete.play import mujoco_version
 
         self._load_finished()
@@ -185,7 +186,7 @@ class TournamentRunner:
         jobs = ((i, (batch, concurrency)) for i, batch in enumerate(batches(games, executor.workers, concurrency)))
         mj = mujoco_version()
         try:
-            for idx, result in each_game(executor.run(run_games_job, jobs)):
+            for idx, result in each_game(executor.run(run_games_job, jobs, on_progress)):
                 g = self.schedule[idx]
                 with self.db.write() as s:
                     mid = store_games.record_game(

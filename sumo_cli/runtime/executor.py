@@ -2,7 +2,9 @@
 
 Local processes by default (spawn-based, one torch/BLAS thread each); Ray when an address is given
 (``--address`` or RAY_ADDRESS; ``pip install -e '.[ray]'``). Jobs are plain functions of plain
-arguments returning plain results: only the driver touches the database.
+arguments returning plain results: only the driver touches the database. Work a job reports while
+it runs (:mod:`sumo_cli.runtime.progress`) reaches ``run``'s ``on_progress`` in the driver, locally;
+Ray tasks report nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from sumo_cli.errors import UserError
+from sumo_cli.runtime import progress
+
+#: How often the driver looks at the work its pool workers reported while it waits for results.
+PROGRESS_POLL_S = 0.5
 
 
 def _exit_with(parent: int) -> None:
@@ -24,13 +30,15 @@ def _exit_with(parent: int) -> None:
     os._exit(1)
 
 
-def _init_worker(parent: int | None = None) -> None:
+def _init_worker(parent: int | None = None, reported=None) -> None:  # noqa: ANN001 - a shared Array
     # Ctrl-C reaches the whole process group: the driver alone handles it and ends its workers,
     # which would otherwise print tracebacks and finish the games in flight first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is not None:
         # A driver killed with SIGKILL cannot end its workers: they notice being orphaned instead.
         threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="sumo-parent-watch").start()
+    if reported is not None:
+        progress.attach(reported)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MKL_NUM_THREADS", "1")
     try:
@@ -57,8 +65,10 @@ def _sigint_ignored() -> Iterator[None]:
 class Executor(Protocol):
     workers: int
 
-    def run(self, fn: Callable[..., Any], jobs: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, Any]]:
-        """Yield (key, fn(*args)) for each (key, args) as results complete (any order)."""
+    def run(self, fn: Callable[..., Any], jobs: Iterable[tuple[int, tuple]],
+            on_progress: progress.Callback | None = None) -> Iterator[tuple[int, Any]]:
+        """Yield (key, fn(*args)) for each (key, args) as results complete (any order); call
+        ``on_progress(units, seconds)`` with the work jobs report while they run, where possible."""
 
     def close(self) -> None: ...
 
@@ -88,9 +98,11 @@ class InlineExecutor:
 
     workers = 1
 
-    def run(self, fn, jobs):  # noqa: ANN001
+    def run(self, fn, jobs, on_progress=None):  # noqa: ANN001
         for key, args in jobs:
-            yield key, fn(*args)
+            with progress.calling(on_progress):
+                result = fn(*args)
+            yield key, result
 
     def close(self) -> None:
         pass
@@ -103,20 +115,36 @@ class ProcessExecutor:
         import multiprocessing as mp
 
         self.workers = workers
-        self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                         initargs=(os.getpid(),))
+        context = mp.get_context("spawn")
+        self._reported = context.Array("d", 2)  # progress.report's [units, seconds], summed over workers
+        self._seen = (0.0, 0.0)
+        self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                         initargs=(os.getpid(), self._reported))
         # Start every worker now with SIGINT ignored (a disposition kept across exec), so that a
         # Ctrl-C while a worker is still starting up cannot interrupt it either.
         with _sigint_ignored():
             for _ in range(workers):
                 self._pool.submit(int)
 
-    def run(self, fn, jobs):  # noqa: ANN001
+    def run(self, fn, jobs, on_progress=None):  # noqa: ANN001
         def finished(pending: dict) -> list:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            return [(fut, fut.result()) for fut in done]
+            while True:
+                done, _ = wait(pending, timeout=PROGRESS_POLL_S, return_when=FIRST_COMPLETED)
+                self._pass_on(on_progress)
+                if done:
+                    return [(fut, fut.result()) for fut in done]
 
         return _stream(jobs, 2 * self.workers, lambda args: self._pool.submit(fn, *args), finished)
+
+    def _pass_on(self, on_progress: progress.Callback | None) -> None:
+        totals = progress.shared_totals(self._reported)
+        if totals is None:
+            return
+        units, seconds = totals
+        d_units, d_seconds = units - self._seen[0], seconds - self._seen[1]
+        self._seen = (units, seconds)
+        if on_progress is not None and d_units > 0:
+            on_progress(d_units, d_seconds)
 
     def close(self) -> None:
         """Cancel what has not started and end the workers at once: after a Ctrl-C, games in flight
@@ -143,7 +171,7 @@ class RayExecutor:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         self.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
 
-    def run(self, fn, jobs):  # noqa: ANN001
+    def run(self, fn, jobs, on_progress=None):  # noqa: ANN001 - Ray tasks report no progress
         ray = self._ray
         remote = ray.remote(num_cpus=1)(fn)
 
