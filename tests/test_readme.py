@@ -59,6 +59,22 @@ def test_setup_says_to_activate_the_environment():
     assert f"&& {ACTIVATE} && sumo " in blocks[0]
 
 
+def first_command() -> str:
+    """The `sumo ...` part of the set-up's first command (after the install and the activation)."""
+    first = re.findall(r"```bash\n(.*?)```", setup_section(), re.S)[0].strip()
+    return first.split(f"&& {ACTIVATE} && ", 1)[1]
+
+
+def test_setup_starts_with_a_game_of_the_shipped_agents():
+    """The first thing a newcomer runs is a real job, a short iterated game between the agents that
+    ship with sumo, not a benchmark of unexplained figures."""
+    from sumo_cli.shipped import read_manifest
+
+    shipped = {a.name for a in read_manifest(Path(__file__).resolve().parents[1] / "policies")}
+    words = first_command().split()
+    assert words[:2] == ["sumo", "play"] and set(words[2:4]) <= shipped, first_command()
+
+
 def fresh_shell_env() -> dict:
     """The environment of a new login shell: no virtual environment active, sumo not on the PATH."""
     # SUMO_POLICIES: the tour uses the agents shipped in policies/, as a new user's database does
@@ -66,6 +82,21 @@ def fresh_shell_env() -> dict:
     venv_bin = str(Path(sys.prefix) / "bin")
     env["PATH"] = ":".join(p for p in env.get("PATH", "/usr/bin:/bin").split(":") if p != venv_bin)
     return {**env, "COLUMNS": "160"}
+
+
+@pytest.mark.slow
+def test_setup_first_command_runs(tmp_path):
+    """The set-up's first command after the install, in a fresh shell in a new folder: the game
+    runs on the shipped agents of a new database and is stored there."""
+    (tmp_path / ".venv").symlink_to(sys.prefix)
+    cmd = first_command()
+    for pattern, small in SMALL:
+        cmd = re.sub(pattern, small, cmd)
+    proc = subprocess.run(["bash", "-c", f"{ACTIVATE} && {cmd}"], cwd=tmp_path, env=fresh_shell_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"README command failed: {cmd}\n{proc.stderr[-3000:]}"
+    assert "match #1" in proc.stderr and "95% CI" in proc.stderr, proc.stderr
+    assert (tmp_path / "db" / "sumo.sqlite").exists()
 
 
 @pytest.mark.slow
