@@ -9,8 +9,9 @@ every game in flight plays its next round, and
 - every agent's policy runs in one :class:`~sumo_cli.nets.stacked_actor.StackedActor` call per
   policy spec (architecture and sizes) per step, over the sides of all games still in their round;
 - after the phase, every adapting agent goes through one :func:`~sumo_cli.learn.strategies.adapt`
-  call (which groups them by strategy and architecture, and for now updates them one after
-  another: a batched update must first give each agent exactly what it gets alone).
+  call, which groups them by strategy and policy spec: the track agents of a spec get one stacked
+  PPO update (:mod:`~sumo_cli.learn.stacked_ppo`, each agent exactly what it gets alone), the meta
+  agents are updated one after another (at a full buffer their update is arithmetic, not overhead).
 
 A game starts in the first phase after a slot frees and ends after its own last round, so games
 start and end independently. Everything random is per game (the bouts' starts from
