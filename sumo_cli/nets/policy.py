@@ -380,24 +380,26 @@ def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: Sta
     """:func:`forward_sequence` of one agent's LSTM nets, the same function step by step, in fewer
     and larger operations (the PPO update's backward pass costs per operation on these small nets):
     the embeddings and the input half of the gates for all T steps at once, the policy and value
-    cells stepped together as one batch of two, the output layers after the loop."""
+    nets side by side as a batch of two throughout, the output layers after the loop.
+
+    Layouts are chosen so that neither pass copies a whole window's gates: the gates' input half
+    comes out of one batched product as (2, T, B, 4H); its per-step slices are taken by unbind,
+    whose backward stacks the steps' gradients once (indexing x[t] would zero-fill a tensor of x's
+    whole size per step), straight into the layout the product's backward reads."""
     T, batch, H = x.shape[0], x.shape[1:-1], spec.hidden
     flat = x.reshape(-1, x.shape[-1])
-    gates_x, kernels_h = [], []
-    for net in ("pi", "vf"):
-        e = torch.relu(torch.addmm(params[f"{net}/fc/b"], flat, params[f"{net}/fc/w"]))
-        kernel = params[f"{net}/lstm/kernel"]
-        gates_x.append(torch.addmm(params[f"{net}/lstm/bias"], e, kernel[:H]).reshape(T, -1, 4 * H))
-        kernels_h.append(kernel[H:])
-    gx = torch.stack(gates_x, dim=1)  # (T, 2, B, 4H)
-    kh = torch.stack(kernels_h)  # (2, H, 4H)
+    w_fc = torch.stack([params["pi/fc/w"], params["vf/fc/w"]])  # (2, D, H)
+    b_fc = torch.stack([params["pi/fc/b"], params["vf/fc/b"]]).unsqueeze(1)
+    kernels = torch.stack([params["pi/lstm/kernel"], params["vf/lstm/kernel"]])  # (2, 2H, 4H)
+    bias = torch.stack([params["pi/lstm/bias"], params["vf/lstm/bias"]]).unsqueeze(1)
+    e = torch.relu(torch.baddbmm(b_fc, flat.expand(2, *flat.shape), w_fc))  # (2, T*B, H)
+    gx = torch.baddbmm(bias, e, kernels[:, :H]).reshape(2, T, -1, 4 * H)
+    kh = kernels[:, H:]  # (2, H, 4H)
     h = torch.stack([state0["pi/h"], state0["vf/h"]]).reshape(2, -1, H)
     c = torch.stack([state0["pi/c"], state0["vf/c"]]).reshape(2, -1, H)
     keep = None if dones is None else (~dones.to(torch.bool)).reshape(T, 1, -1, 1).to(x.dtype)
-    # unbind, not indexing: the backward of x[t] zero-fills a tensor of x's whole size per step
-    # (T times the window's gates), that of unbind stacks once
     hs = []
-    for t, g in enumerate(gx.unbind(0)):
+    for t, g in enumerate(gx.unbind(1)):
         if keep is not None:
             h, c = h * keep[t], c * keep[t]
         i, j, f, o = torch.chunk(torch.baddbmm(g, h, kh), 4, dim=-1)
