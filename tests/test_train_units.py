@@ -197,6 +197,62 @@ def test_batched_opponents_match_one_by_one():
     env.close()
 
 
+def test_opponent_actions_are_the_nets_plus_one_batched_sample_per_architecture():
+    """RL^2, an LSTM with policy-side features, an MLP and two of one LSTM, at full noise: every
+    column's action is its opponent's net (torch, the RL^2 inputs and the recurrent state carried)
+    plus the noise of one ``P.sample`` over each architecture's columns in column order, drawn from
+    the env's generator in order of each architecture's first column."""
+    from sumo_cli.nets import features as F
+    from sumo_cli.sim.bodies import body_spec
+
+    b = body_spec("bug")
+    opps = [policy_opponent("bug", "rl2", 1), policy_opponent("bug", "lstm", 2), policy_opponent("bug", "mlp", 3)]
+    ego = P.PolicySpec("lstm", b.obs_size + F.extra_dims("ego"), b.n_actions, features="ego")
+    params = P.init_params(ego, torch.Generator().manual_seed(4))
+    stats = nz.update(nz.new_stats(ego.obs_dim), torch.randn(50, ego.obs_dim, generator=torch.Generator().manual_seed(5),
+                                                             dtype=torch.float64))
+    opps.append(OpponentPolicy("bug-ego@4", "bug", ego.to_dict(), {k: v.numpy() for k, v in params.items()},
+                               nz.to_numpy(stats)))
+    env = SumoVecEnv("ant", "bug", 7, opps, physics="fast")
+    env.reset(seed=6)
+    env.assign[:] = [2, 0, 1, 3, 1, -1, 2]
+    env._groups = None
+    specs = [P.PolicySpec.from_dict(o.spec) for o in opps]
+    states = {c: P.initial_state(specs[k], 1) for c, k in enumerate(env.assign) if k >= 0}
+    played = []
+    sim_step = env.sim.step
+    env.sim.step = lambda a, b_act: played.append(b_act) or sim_step(a, b_act)
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        obs_b, prev_r, prev_d = env._obs_b.copy(), env._opp_prev_r.copy(), env._opp_prev_d.copy()
+        gen = torch.Generator()
+        gen.set_state(env._gen.get_state())
+        out = env.step(rng.uniform(-1, 1, (7, 8)))
+        assert not out.done.any()
+        act = played[-1]
+        means = {}
+        for c, k in enumerate(env.assign):
+            if k < 0:
+                continue
+            o, spec = opps[k], specs[k]
+            x = nz.normalize(nz.to_torch(o.obs_stats), torch.as_tensor(spec.view(obs_b[c:c + 1]), dtype=torch.float32))
+            if spec.arch == "rl2":
+                x = P.rl2_input(x, torch.as_tensor(prev_r[c:c + 1]), torch.as_tensor(prev_d[c:c + 1]))
+            means[c], _, states[c] = P.forward(spec, {n: torch.as_tensor(v) for n, v in o.params.items()}, x, states[c])
+        order = {}
+        for c, k in enumerate(env.assign):
+            if k >= 0:
+                order.setdefault(specs[k], []).append(c)
+        for spec, cols in order.items():
+            noise = torch.randn((len(cols), 1, b.n_actions), generator=gen, dtype=torch.float32)[:, 0]
+            for c, z in zip(cols, noise):
+                logstd = torch.as_tensor(opps[env.assign[c]].params["logstd"])
+                np.testing.assert_allclose(act[c], (means[c][0] + torch.exp(logstd) * z).numpy(), rtol=1e-4, atol=1e-5)
+        assert not act[5].any()
+    assert prev_r.any()  # the RL^2 opponent was given its rewards
+    env.close()
+
+
 def test_opponents_are_redrawn_per_interaction_and_rl2_is_told():
     opps = [policy_opponent("ant", "mlp", s) for s in range(3)]
     env = SumoVecEnv("ant", "ant", 4, opps, physics="fast", episodes_per_opponent=2)

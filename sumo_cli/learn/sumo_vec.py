@@ -2,10 +2,11 @@
 
 :class:`SumoVecEnv` wraps :class:`~sumo_cli.sim.sumo_env.BatchedSumo`: the learner is agent A of
 every bout; agent B is played by an opponent policy chosen per column (bout slot) from a list of
-:class:`OpponentPolicy` (stored agent versions, or a motionless body). All columns' opponents act in
-one batched policy call per step per architecture: the opponents' parameters are stacked with one
-slice per column (``nets.policy`` evaluates many agents with different weights at once), and are
-re-stacked only when an assignment changes.
+:class:`OpponentPolicy` (stored agent versions, or a motionless body). Every opponent acts for all
+the columns it plays in one NumPy call per step (:class:`~sumo_cli.nets.numpy_actor.NumpyActor`,
+the same function as ``nets.policy``); the action noise is drawn per architecture for its columns in
+column order, as one batched :func:`~sumo_cli.nets.policy.sample` of those columns would draw it.
+The grouping is rebuilt only when an assignment changes.
 
 Opponents are re-drawn per interaction: a column keeps its opponent for ``episodes_per_opponent``
 bouts (1 for plain policies; RL^2 keeps its state over the whole interaction, so it is told through
@@ -36,6 +37,7 @@ from sumo_cli.learn.vec_env import StepOut
 from sumo_cli.nets import features as F
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
+from sumo_cli.nets.numpy_actor import NumpyActor
 from sumo_cli.sim import sumo_env as SE
 from sumo_cli.sim.arena import START_RADIUS
 
@@ -162,14 +164,15 @@ class OpponentPolicy:
 
 
 class _Compiled:
-    """An opponent ready for the batched call: float32 parameters, frozen normaliser mean/std."""
+    """An opponent ready to act: its policy net in NumPy (float32, frozen normaliser) and its
+    action standard deviation."""
 
     def __init__(self, opp: OpponentPolicy):
         self.spec = P.PolicySpec.from_dict(opp.spec)
-        self.params = {k: torch.as_tensor(np.asarray(v, dtype=np.float32)) for k, v in opp.params.items()}
-        stats = nz.to_torch(opp.obs_stats)
-        mean, std = nz.mean_std(stats)
-        self.mean, self.std = mean.to(torch.float32), std.to(torch.float32)
+        params = {k: torch.as_tensor(np.asarray(v, dtype=np.float32)) for k, v in opp.params.items()}
+        mean, std = nz.mean_std(nz.to_torch(opp.obs_stats))
+        self.actor = NumpyActor(self.spec, params, mean.to(torch.float32), std.to(torch.float32))
+        self.action_std = torch.exp(params["logstd"]).numpy()  # as P.sample scales its noise
 
 
 @dataclass
@@ -259,47 +262,43 @@ class SumoVecEnv:
         self._interaction_eps[cols] = 0
         self._groups = None
         for st in self._opp_state.values():
-            for v in st.values():
-                v[torch.as_tensor(cols)] = 0.0
+            for v in st:
+                v[cols] = 0.0
         self._opp_prev_r[cols] = 0.0
         self._opp_prev_d[cols] = 0.0
 
     def _build_groups(self) -> None:
+        """Per architecture (in order of its first column): its columns, and for each of its
+        opponents the positions of that opponent's columns among them."""
         groups: dict[P.PolicySpec, list[int]] = {}
         for c, k in enumerate(self.assign):
             if k >= 0:
                 groups.setdefault(self._compiled[k].spec, []).append(c)
         self._groups = []
         for spec, cols in groups.items():
-            comp = [self._compiled[self.assign[c]] for c in cols]
-            self._groups.append((
-                spec, torch.as_tensor(cols),
-                P.stack_params([o.params for o in comp]),
-                torch.stack([o.mean for o in comp])[:, None], torch.stack([o.std for o in comp])[:, None],
-            ))
+            cols = np.asarray(cols)
+            ks = self.assign[cols]
+            self._groups.append((spec, cols, [(int(k), np.flatnonzero(ks == k)) for k in np.unique(ks)]))
             if spec.recurrent and spec not in self._opp_state:
-                self._opp_state[spec] = P.initial_state(spec, (self.num_envs, 1))
+                self._opp_state[spec] = tuple(np.zeros((self.num_envs, spec.hidden), np.float32) for _ in "hc")
 
-    @torch.no_grad()
     def _opponent_actions(self, obs_b: np.ndarray) -> np.ndarray:
         if self._groups is None:
             self._build_groups()
         if not self._groups:
             return self._zero_b
         act = np.zeros((self.num_envs, self.opp_act_dim))
-        ob = torch.from_numpy(obs_b).to(torch.float32)
-        for spec, cols, params, mean, std in self._groups:
-            o = ob[cols] if spec.features == F.NONE else torch.from_numpy(spec.view(obs_b[cols.numpy()])).to(torch.float32)
-            z = torch.clamp((o[:, None] - mean) / std, -nz.CLIP, nz.CLIP)
-            if spec.arch == "rl2":
-                pr, pd = torch.from_numpy(self._opp_prev_r), torch.from_numpy(self._opp_prev_d)
-                z = P.rl2_input(z, pr[cols][:, None], pd[cols][:, None])
-            state = {k: v[cols] for k, v in self._opp_state.get(spec, {}).items()}
-            m, _, new_state = P.forward(spec, params, z, state)
-            for k, v in new_state.items():
-                self._opp_state[spec][k][cols] = v
-            a = P.sample(m, params["logstd"], self._gen)
-            act[cols.numpy()] = a[:, 0].numpy()
+        for spec, cols, members in self._groups:
+            # the noise of one P.sample over this architecture's columns (same generator stream)
+            noise = torch.randn((len(cols), 1, self.opp_act_dim), generator=self._gen, dtype=torch.float32).numpy()[:, 0]
+            state = self._opp_state.get(spec)
+            for k, rows in members:
+                comp, cc = self._compiled[k], cols[rows]
+                st = None if state is None else (state[0][cc], state[1][cc])
+                mean, st = comp.actor.step(spec.view(obs_b[cc]), st, self._opp_prev_r[cc], self._opp_prev_d[cc])
+                if state is not None:
+                    state[0][cc], state[1][cc] = st
+                act[cc] = mean + comp.action_std * noise[rows]
         return act
 
     # ------------------------------------------------------------------ VecEnv
@@ -310,7 +309,7 @@ class SumoVecEnv:
         self._gen = torch.Generator().manual_seed(int(np.random.SeedSequence([s, 0x0991]).generate_state(1)[0]))
         obs_a, self._obs_b = self.sim.reset(seed=seed)
         n = self.num_envs
-        self._opp_state: dict[P.PolicySpec, dict] = {}
+        self._opp_state: dict[P.PolicySpec, tuple[np.ndarray, np.ndarray]] = {}  # (h, c) per column
         self._opp_prev_r = np.zeros(n, dtype=np.float32)  # numpy: converted only for RL^2 opponents
         self._opp_prev_d = np.zeros(n, dtype=np.float32)
         self._interaction_eps = np.zeros(n, dtype=np.int64)
@@ -359,8 +358,8 @@ class SumoVecEnv:
             # opponents start every bout from a zero state, except RL^2 ones within an interaction
             for spec, st in self._opp_state.items():
                 if spec.arch != "rl2":
-                    for v in st.values():
-                        v[torch.as_tensor(idx)] = 0.0
+                    for v in st:
+                        v[idx] = 0.0
             self._interaction_eps[idx] += 1
             over = idx[self._interaction_eps[idx] >= self.episodes_per_opponent]
             if len(over):
