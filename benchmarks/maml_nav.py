@@ -50,6 +50,28 @@ def config(**kw) -> ML.MetaConfig:
     return ML.MetaConfig(inner_data="fresh", outer_steps="all", **kw)
 
 
+@torch.no_grad()
+def round2_ess(spec, theta, log_alpha, cfg, seed: int, env_cls=Navigation2D) -> float:
+    """Why Algorithm 2 degrades: on round 2 it adapts theta* on episodes of phi_1 (theta* adapted
+    on round 1), importance-weighted by pi_theta*(tau) / pi_phi_1(tau). The mean effective sample
+    size (sum w)^2 / sum w^2 of those weights, out of EVAL_EPISODES episodes per task."""
+    G = EVAL_TASKS
+    env = env_cls(G, EVAL_EPISODES, seed=seed)
+    model = ML.GaussianModel(spec)
+    gen = torch.Generator().manual_seed(seed)
+    th = {k: v.contiguous() for k, v in ML.expand_params(model, theta, (G,)).items()}
+    pcfg = cfg.replace(execution="paper", buffer_episodes=EVAL_EPISODES)
+    ro, _ = MT.collect_stacked(env, spec, th, None, env.sample_tasks(seed), env.horizon, gen)
+    phi1 = ML.adapt_execution(model, th, log_alpha, MT.episodes_from_rollout(ro, G, pcfg), pcfg)
+    ro2, _ = MT.collect_stacked(env, spec, phi1, None, env.next_task(), env.horizon, gen)
+    b = MT.episodes_from_rollout(ro2, G, pcfg)
+    lp, _ = model.evaluate(th, b)
+    seg = ML.segments(b.first, b.mask)
+    lw = ML.seg_sum(lp - b.logp, seg, b.mask)  # (G, K) log weights
+    ess = torch.exp(2 * torch.logsumexp(lw, -1) - torch.logsumexp(2 * lw, -1))
+    return float(ess.mean())
+
+
 def curve(spec, theta, log_alpha, cfg, stats, seed: int, env_cls=Navigation2D) -> list[float]:
     runs = [
         TK.adaptation_curve(env_cls(EVAL_TASKS, EVAL_EPISODES, seed=seed + e), spec, theta, log_alpha, cfg,
@@ -88,6 +110,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         r = MT.run_adaptation(env_cls(EVAL_TASKS, EVAL_EPISODES, seed=ev), spec, "meta", res.theta, rounds=ROUNDS,
                               steps_per_round=H, seed=ev, log_alpha=res.log_alpha, cfg=c)
         out[name] = r.mean(1).tolist()
+    out["round2_ess"] = round2_ess(spec, res.theta, res.log_alpha, cfg, ev, env_cls)
     # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
     env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
     pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
@@ -133,6 +156,9 @@ def summarise_rounds(results: list[dict]) -> str:
         m = a.mean(0)
         h = sst.t.ppf(0.975, n - 1) * a.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(m)
         lines.append(f"{k:24s}" + "".join(f"{mi:8.1f} +-{hi:4.1f}" for mi, hi in zip(m, h)))
+    ess = [r["round2_ess"] for r in results if "round2_ess" in r]
+    if ess:
+        lines.append(f"Algorithm 2, round 2: effective sample size of the importance weights {np.mean(ess):.2f} of {EVAL_EPISODES} episodes")
     return "\n".join(lines)
 
 
