@@ -192,6 +192,54 @@ def test_first_epoch_ratio_is_one_and_update_changes_params(arch):
     assert not torch.equal(old["pi/out/w"], params["pi/out/w"]) and not torch.equal(old["vf/out/w"], params["vf/out/w"])
 
 
+@pytest.mark.parametrize("arch", ["lstm", "rl2"])
+def test_recurrent_update_step_is_the_gradient_of_the_loss_stepped_by_forward(arch):
+    """One plain gradient step (SGD, lr 1, no clipping, one minibatch) of ppo_update, whose
+    windows run through the fused sequence unroll, moves the parameters by exactly minus the
+    gradient of the PPO loss computed step by step with P.forward from the stored window states
+    (float64; 23 steps: a padded last window; 7-step episodes: resets inside windows; parameters
+    moved after collection, so ratios differ from 1 and some are clipped)."""
+    spec = P.PolicySpec(arch, 3, 2, hidden=16)
+    env = PendulumVecEnv(4, max_steps=7)
+    params = {k: v.detach().double().requires_grad_(True) for k, v in _randomised(spec, 5).items()}
+    norm = _norm_with_data(3, 4)
+    carry = C.new_carry(env, spec, seed=0)
+    C.collect(env, spec, params, norm, 5, carry, _gen(0))  # start mid-episode: non-zero state0
+    ro, _ = C.collect(env, spec, params, norm, 23, carry, _gen(1), update_norm=False)
+    with torch.no_grad():
+        g = _gen(6)
+        for v in params.values():
+            v.add_(0.2 * torch.randn(v.shape, generator=g, dtype=v.dtype))
+    cfg = PPOConfig(epochs=1, num_minibatches=1, max_grad_norm=None)
+
+    ref = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+    x = rollout_inputs(spec, ro, norm, torch.float64)
+    means, values = [], []
+    L = cfg.bptt_len
+    for c, t0 in enumerate(range(0, ro.num_steps, L)):
+        state = {k: v[c].double() for k, v in ro.chunk_states.items()}
+        for t in range(t0, min(t0 + L, ro.num_steps)):
+            m, v, state = P.forward(spec, ref, x[t], state, ro.resets[t])
+            means.append(m)
+            values.append(v)
+    logp = P.log_prob(torch.stack(means), ref["logstd"], ro.actions.double())
+    adv, ret = advantages_and_returns(spec, ro, cfg)
+    from sumo_cli.learn.losses import clipped_surrogate, normalise, value_loss
+
+    pg = clipped_surrogate(logp, ro.logp.double(), normalise(adv.double()), cfg.clip)
+    vl = value_loss(torch.stack(values), ret.double())
+    grads = torch.autograd.grad(pg + cfg.vf_coef * vl, list(ref.values()))
+
+    before = {k: v.detach().clone() for k, v in params.items()}
+    stats = ppo_update(spec, params, torch.optim.SGD(list(params.values()), lr=1.0), ro, norm, cfg, _gen(7))
+    assert stats["clip_fraction"] > 0  # the clip is exercised
+    assert stats["policy_loss"] == pytest.approx(float(pg.detach()), rel=1e-12)
+    assert stats["value_loss"] == pytest.approx(float(vl.detach()), rel=1e-12)
+    for (k, gr) in zip(ref, grads):
+        assert gr.abs().max() > 0, k
+        torch.testing.assert_close(before[k] - params[k].detach(), gr, rtol=1e-9, atol=1e-12, msg=k)
+
+
 def test_rl2_trial_returns_cut_only_at_task_ends():
     spec = P.PolicySpec("rl2", 5, 5, hidden=16)
     env = BernoulliBanditVecEnv(4, pulls_per_task=10)
