@@ -15,8 +15,12 @@ rollout only (its sample count rounded up by :func:`padded_count`, plus one padd
 minibatches fill up with), and agents are grouped by that shape. Every batched operation reads, for
 slice k, agent k's data only, reductions run over each agent's own contiguous row, and a value head
 of one output is evaluated as two (a matrix product with a single output column takes another BLAS
-path for one agent than for several). So an agent updated alone, a group of one, computes exactly
-what it computes in any group (tests/test_tracking.py, and whole games in tests/test_engine.py).
+path for one agent than for several). Transcendental functions (exp, tanh, sigmoid) take a
+vectorised path for whole vectors of a contiguous run and a scalar one, which may round
+differently, for its tail, so they run on each agent's elements laid out as a row padded to a
+multiple of :data:`ROW` floats (:func:`rowwise`): every element takes the vectorised path whatever
+the group. So an agent updated alone, a group of one, computes exactly what it computes in any
+group (tests/test_tracking.py, and whole games in tests/test_engine.py).
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ from sumo_cli.learn.losses import normalise
 from sumo_cli.learn.ppo import PPOConfig, _chunk, _stored_chunk_states, advantages_and_returns, explained_variance, rollout_inputs
 from sumo_cli.learn.rollout import Rollout
 from sumo_cli.nets import policy as P
+
+#: Row length (in floats) that every agent's elements are padded to for transcendental functions:
+#: a multiple of two vectors of the widest x86 vector unit (2 x 16 floats with AVX-512).
+ROW = 64
 
 #: Adam's moment decays (torch's defaults, which :func:`sumo_cli.learn.ppo.make_optimizer` uses).
 ADAM_BETAS = (0.9, 0.999)
@@ -96,6 +104,76 @@ def _prepare(spec: P.PolicySpec, rollout: Rollout, obs_norm, cfg: PPOConfig, dty
                      adv[:, 0], ret[:, 0], explained_variance=ev)
 
 
+def rowwise(fn, x: Tensor, G: int) -> Tensor:  # noqa: ANN001
+    """``fn(x)`` for an elementwise ``fn``, computed on each of the G agents' elements (``x``'s
+    leading dim, or its first G * k rows) as one row padded to a multiple of :data:`ROW` floats."""
+    flat = x.reshape(G, -1)
+    n = flat.shape[1]
+    pad = -n % ROW
+    if pad:
+        flat = torch.cat([flat, flat.new_zeros(G, pad)], 1)
+    return fn(flat)[:, :n].reshape(x.shape)
+
+
+def _log_prob(mean: Tensor, logstd: Tensor, action: Tensor) -> Tensor:
+    """:func:`sumo_cli.nets.policy.log_prob` for agent-first ``mean``/``action`` ``(G, ..., A)`` and
+    stacked ``logstd`` ``(G, A)``, its exp taken row-wise."""
+    G = logstd.shape[0]
+    ls = logstd.reshape(G, *([1] * (mean.dim() - 2)), logstd.shape[-1])
+    z = (action - mean) * rowwise(torch.exp, -ls, G)
+    return (-0.5 * z * z - ls - P._LOG_SQRT_2PI).sum(-1)
+
+
+def _mlp(params: P.Params, net: str, x: Tensor) -> Tensor:
+    G = x.shape[0]
+    for layer in ("fc0", "fc1"):
+        x = rowwise(torch.tanh, torch.baddbmm(params[f"{net}/{layer}/b"].unsqueeze(1), x, params[f"{net}/{layer}/w"]), G)
+    return torch.baddbmm(params[f"{net}/out/b"].unsqueeze(1), x, params[f"{net}/out/w"])
+
+
+def _lstm_step(gx: Tensor, h: Tensor, c: Tensor, kh: Tensor, G: int) -> tuple[Tensor, Tensor]:
+    """One step of the zoo's LSTM cell for ``G * n`` stacked cells (``n`` per agent, e.g. the two
+    nets): ``gx`` the input half of the gates with the bias, ``(G * n, B, 4H)``."""
+    H = h.shape[-1]
+    z = torch.baddbmm(gx, h, kh)
+    shift = torch.zeros(4 * H, dtype=z.dtype)
+    shift[2 * H:3 * H] = P.FORGET_BIAS
+    sig = rowwise(torch.sigmoid, z + shift, G)
+    j = rowwise(torch.tanh, z[..., H:2 * H], G)
+    c = c * sig[..., 2 * H:3 * H] + sig[..., :H] * j
+    h = rowwise(torch.tanh, c, G) * sig[..., 3 * H:]
+    return h, c
+
+
+@torch.no_grad()
+def lstm_states(spec: P.PolicySpec, params: P.Params, x: Tensor, record: dict[int, list[tuple[int, int, int]]]) -> list[dict]:
+    """Unroll stacked LSTM (or RL^2) nets (``params`` with a leading agent dim G) over ``x``
+    ``(T, G, E, D)`` from a zero state, and return, per agent, the states before the steps that
+    ``record[t]`` names as ``(agent, slot, column)``: ``{key: [state (H,) per slot]}``."""
+    T, G, E = x.shape[:3]
+    H = spec.hidden
+    gates_x, kernels_h = [], []
+    xg = x.movedim(0, 1).reshape(G, T * E, x.shape[-1])
+    for net in ("pi", "vf"):
+        e = torch.relu(torch.baddbmm(params[f"{net}/fc/b"].unsqueeze(1), xg, params[f"{net}/fc/w"]))
+        kernel = params[f"{net}/lstm/kernel"]
+        gates_x.append(torch.baddbmm(params[f"{net}/lstm/bias"].unsqueeze(1), e, kernel[:, :H]).reshape(G, T, E, 4 * H))
+        kernels_h.append(kernel[:, H:])
+    gx = torch.stack(gates_x, 1).reshape(G * 2, T, E, 4 * H).unbind(1)
+    kh = torch.stack(kernels_h, 1).reshape(G * 2, H, 4 * H)
+    h = torch.zeros(G * 2, E, H, dtype=x.dtype)
+    c = torch.zeros(G * 2, E, H, dtype=x.dtype)
+    out: list[dict] = [{} for _ in range(G)]
+    for t in range(T):
+        for g, slot, col in record.get(t, ()):
+            for n, net in enumerate(("pi", "vf")):
+                out[g].setdefault(f"{net}/h", {})[slot] = h[2 * g + n, col].clone()
+                out[g].setdefault(f"{net}/c", {})[slot] = c[2 * g + n, col].clone()
+        if t + 1 < T:
+            h, c = _lstm_step(gx[t], h, c, kh, G)
+    return [{k: [v[i] for i in sorted(v)] for k, v in o.items()} for o in out]
+
+
 def _pad(t: Tensor, dim: int, size: int) -> Tensor:
     extra = size - t.shape[dim]
     if extra <= 0:
@@ -137,10 +215,7 @@ def _lstm_windows(spec: P.PolicySpec, params: P.Params, x: Tensor, state0: dict[
     keep = (~resets).to(x.dtype).movedim(0, 1)[:, None].expand(G, 2, L, B).reshape(G * 2, L, B, 1).unbind(1)
     hs = []
     for t in range(L):
-        h, c = h * keep[t], c * keep[t]
-        i, j, f, o = torch.chunk(torch.baddbmm(gx[t], h, kh), 4, dim=-1)
-        c = c * torch.sigmoid(f + P.FORGET_BIAS) + torch.sigmoid(i) * torch.tanh(j)
-        h = torch.tanh(c) * torch.sigmoid(o)
+        h, c = _lstm_step(gx[t], h * keep[t], c * keep[t], kh, G)
         hs.append(h)
     out = torch.stack(hs, 1).reshape(G, 2, L * B, H)
     mean = torch.baddbmm(params["pi/out/b"].unsqueeze(1), out[:, 0], params["pi/out/w"])
@@ -211,11 +286,12 @@ def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[Agent
                 means, values = _lstm_windows(spec, pv, stack["x"][:, rows, idx], st, resets[:, rows, idx])
                 pick = lambda t: t[:, rows, idx].movedim(1, 0)  # noqa: E731
             else:
-                means, values, _ = P.forward(spec, pv, stack["x"][rows, idx], {})
+                xb = stack["x"][rows, idx]
+                means, values = _mlp(pv, "pi", xb), _mlp(pv, "vf", xb)[..., 0]
                 pick = lambda t: t[rows, idx]  # noqa: E731
             mb_mask, acts, logp_old, adv, ret = (pick(t) for t in (mask, stack["actions"], stack["logp"], stack["adv"], stack["ret"]))
-            logp = P.log_prob(means, leaves["logstd"], acts)
-            ratio = torch.exp(logp - logp_old)
+            logp = _log_prob(means, leaves["logstd"], acts)
+            ratio = rowwise(torch.exp, logp - logp_old, G)
             surr = torch.minimum(ratio * adv, torch.clamp(ratio, 1.0 - cfg.clip, 1.0 + cfg.clip) * adv)
             pg = -_row_mean(surr, mb_mask)
             vl = 0.5 * _row_mean((values - ret) ** 2, mb_mask)
@@ -230,11 +306,12 @@ def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[Agent
             with torch.no_grad():
                 _adam(plist, grads, m, v, steps, cfg)
                 log_ratio = logp.detach() - logp_old
+                ratio_now = rowwise(torch.exp, log_ratio, G)
                 log["policy_loss"].append(pg.detach())
                 log["value_loss"].append(vl.detach())
                 log["entropy"].append(ent.detach())
-                log["approx_kl"].append(_row_mean((log_ratio.exp() - 1) - log_ratio, mb_mask))
-                log["clip_fraction"].append(_row_mean(((log_ratio.exp() - 1).abs() > cfg.clip).to(dtype), mb_mask))
+                log["approx_kl"].append(_row_mean((ratio_now - 1) - log_ratio, mb_mask))
+                log["clip_fraction"].append(_row_mean(((ratio_now - 1).abs() > cfg.clip).to(dtype), mb_mask))
                 log["grad_norm"].append(total)
     out = []
     for k, (s, d) in enumerate(zip(states, data)):

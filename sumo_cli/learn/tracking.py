@@ -33,7 +33,7 @@ import torch
 
 from sumo_cli.learn.ppo import PPOConfig
 from sumo_cli.learn.rollout import Rollout
-from sumo_cli.learn.stacked_ppo import AgentState, stacked_ppo_update
+from sumo_cli.learn.stacked_ppo import AgentState, lstm_states, stacked_ppo_update
 from sumo_cli.learn.strategies import Experience, Player
 from sumo_cli.nets import policy as P
 
@@ -47,32 +47,48 @@ def _episode_index(lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(steps), torch.cat(eps)
 
 
-@torch.no_grad()
-def _window_states(spec: P.PolicySpec, params: P.Params, x, s_idx, e_idx, L: int) -> dict:
-    """States fed into steps 0, L, 2L, ... of the concatenated column, (C, 1, H): the E episodes
-    are unrolled in parallel from a zero state with the behaviour parameters."""
-    E = x.shape[1]
-    state = P.initial_state(spec, E, dtype=x.dtype)
+def _window_starts(lengths: torch.Tensor, L: int) -> tuple[list[int], list[int]]:
+    """(step within its episode, episode) at which each window of L steps of the column starts."""
+    s_idx, e_idx = _episode_index(lengths)
     starts = torch.arange(0, len(s_idx), L)
-    need = s_idx[starts]  # the step within its episode at which each window starts
-    keep: dict[str, list] = {k: [None] * len(starts) for k in state}
-    by_step: dict[int, list[int]] = {}
-    for c, s in enumerate(need.tolist()):
-        by_step.setdefault(s, []).append(c)
-    for t in range(int(need.max()) + 1 if len(need) else 0):
-        for c in by_step.get(t, ()):
-            for k, v in state.items():
-                keep[k][c] = v[e_idx[starts[c]]].clone()
-        _, _, state = P.forward(spec, params, x[t], state)
-    return {k: torch.stack(v)[:, None] for k, v in keep.items()}
+    return s_idx[starts].tolist(), e_idx[starts].tolist()
 
 
-def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict, exp: Experience, bptt_len: int) -> Rollout:
-    """One column ``(sum(lengths), 1)`` holding every episode of ``exp`` one after another (see
-    the module docstring). ``params`` are the behaviour parameters (used for the LSTM's window
-    start states only)."""
+def _window_states_many(spec: P.PolicySpec, params: list[P.Params], xs: list[torch.Tensor],
+                        starts: list[tuple[list[int], list[int]]]) -> list[dict]:
+    """The states fed into steps 0, L, 2L, ... of each player's concatenated column, ``(C, 1, H)``:
+    every player's E episodes unrolled in parallel from a zero state with its behaviour parameters,
+    all players of the same E stacked in one unroll (:func:`~sumo_cli.learn.stacked_ppo.lstm_states`;
+    a player alone is a group of one)."""
+    out: list = [None] * len(params)
+    groups: dict[int, list[int]] = {}
+    for i, x in enumerate(xs):
+        groups.setdefault(x.shape[1], []).append(i)
+    for idx in groups.values():
+        T = max(max(starts[i][0]) + 1 for i in idx)
+        x = torch.stack([torch.cat([xs[i][:T], xs[i].new_zeros(max(0, T - xs[i].shape[0]), *xs[i].shape[1:])]) for i in idx], 1)
+        stacked = {k: torch.stack([params[i][k].detach() for i in idx]) for k in params[idx[0]]}
+        record: dict[int, list[tuple[int, int, int]]] = {}
+        for g, i in enumerate(idx):
+            for slot, (t, e) in enumerate(zip(*starts[i])):
+                record.setdefault(t, []).append((g, slot, e))
+        for g, st in enumerate(lstm_states(spec, stacked, x, record)):
+            out[idx[g]] = {k: torch.stack(v)[:, None] for k, v in st.items()}
+    return out
+
+
+def _net_input(spec: P.PolicySpec, params: P.Params, obs_stats: dict, exp: Experience) -> torch.Tensor:
     from sumo_cli.learn.collect import net_input
 
+    dtype = params["logstd"].dtype
+    return net_input(spec, obs_stats, exp.obs.to(dtype), exp.prev_rewards.to(dtype), exp.prev_dones.to(dtype))
+
+
+def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict, exp: Experience, bptt_len: int,
+                          chunk_states: dict | None = None) -> Rollout:
+    """One column ``(sum(lengths), 1)`` holding every episode of ``exp`` one after another (see
+    the module docstring). ``params`` are the behaviour parameters (used for the LSTM's window
+    start states only, unless ``chunk_states`` brings them)."""
     lengths = exp.lengths.to(torch.long)
     if (lengths < 1).any():
         raise ValueError("every episode of a round must have at least one step")
@@ -91,13 +107,14 @@ def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict,
     truncated[ends, 0] = ~term
     final_values[ends, 0] = torch.where(term, torch.zeros_like(exp.final_values), exp.final_values.to(final_values.dtype))
     first = (s_idx == 0).unsqueeze(1)
-    chunk_states: dict = {}
     state0: dict = {}
     if spec.recurrent:
-        dtype = params["logstd"].dtype
-        x = net_input(spec, obs_stats, exp.obs.to(dtype), exp.prev_rewards.to(dtype), exp.prev_dones.to(dtype))
-        chunk_states = _window_states(spec, {k: v.detach() for k, v in params.items()}, x, s_idx, e_idx, bptt_len)
+        if chunk_states is None:
+            (chunk_states,) = _window_states_many(spec, [params], [_net_input(spec, params, obs_stats, exp)],
+                                                  [_window_starts(lengths, bptt_len)])
         state0 = {k: v[0].clone() for k, v in chunk_states.items()}
+    else:
+        chunk_states = {}
     return Rollout(
         obs=take(exp.obs), actions=take(exp.actions), logp=take(exp.logp), values=take(exp.values),
         rewards=take(exp.rewards), terminated=terminated, truncated=truncated, first=first,
@@ -125,7 +142,12 @@ def track_update_many(players: list[Player], experiences: list[Experience], cfg:
             p.scratch["track"] = AgentState(torch.Generator().manual_seed(0))
             p.scratch["track_updates"] = 0
         states.append(p.scratch["track"])
-    rollouts = [experience_to_rollout(spec, p.params, p.obs_stats, e, cfg.bptt_len) for p, e in zip(players, experiences)]
+    states0: list = [None] * len(players)
+    if spec.recurrent:
+        states0 = _window_states_many(spec, [p.params for p in players], [_net_input(spec, p.params, p.obs_stats, e) for p, e in zip(players, experiences)],
+                                      [_window_starts(e.lengths.to(torch.long), cfg.bptt_len) for e in experiences])
+    rollouts = [experience_to_rollout(spec, p.params, p.obs_stats, e, cfg.bptt_len, st)
+                for p, e, st in zip(players, experiences, states0)]
     params = [{k: v.detach() for k, v in p.params.items()} for p in players]
     stats = stacked_ppo_update(spec, params, states, rollouts, [p.obs_stats for p in players], cfg)
     for p, new in zip(players, params):
