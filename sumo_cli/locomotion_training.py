@@ -49,14 +49,13 @@ def check_new_run(db: Database, cfg: LL.LocoConfig, name: str | None) -> str:
 
 
 def create_run(db: Database, cfg: LL.LocoConfig, agent_name: str) -> int:
-    """The Run and Agent rows, theta_0 and the learner's initial state."""
+    """The Run and Agent rows; theta_0 and the learner's initial state are written when
+    :func:`run_training` starts (as for sumo training runs)."""
     config = {"env": ENV, "locomotion": cfg.to_dict(), "agent": agent_name}
     with db.write() as s:
         run_id = store_runs.create_run(s, TR.RUN_KIND, config, cfg.seed, cfg.iterations, __version__)
         registry.create_agent(s, agent_name, names.LOCOMOTION, cfg.arch, cfg.strategy, "trained",
                               {"run_id": run_id, "env": ENV, "config": cfg.to_dict()})
-    learner = LL.make_learner(cfg)
-    _write_start(db, run_id, cfg, agent_name, learner)
     return run_id
 
 
@@ -84,15 +83,18 @@ def run_training(db: Database, run_id: int, n_threads: int = 1,
         cfg = LL.LocoConfig.from_dict(run.config["locomotion"])
         agent_name = run.config["agent"]
         state = dict(run.state or {})
-    learner = LL.make_learner(cfg, n_threads)
-    if "theta0" not in state:  # killed before the start files were written: they derive from the seed
-        state = _write_start(db, run_id, cfg, agent_name, learner)
-    saved = state["learner"]
-    ck = load_checkpoint(saved["path"], saved["sha256"])
-    learner.load_state(ck.tensors, ck.metadata["learner"])
-    start = int(saved["iteration"])
-    with db.write() as s:
-        store_runs.set_run_status(s, run_id, "running", done=start)
+    try:  # a Ctrl-C during the set-up leaves a run to resume too
+        learner = LL.make_learner(cfg, n_threads)
+        if "theta0" not in state:  # a new run, or one stopped before they were written: derived from the seed
+            state = _write_start(db, run_id, cfg, agent_name, learner)
+        saved = state["learner"]
+        ck = load_checkpoint(saved["path"], saved["sha256"])
+        learner.load_state(ck.tensors, ck.metadata["learner"])
+        start = int(saved["iteration"])
+        with db.write() as s:
+            store_runs.set_run_status(s, run_id, "running", done=start)
+    except KeyboardInterrupt:
+        raise TR.interrupted(db, run_id, cfg.iterations) from None
     ckpt_meta = LL.snapshot_metadata(cfg, learner)
 
     def save_iteration(k: int, lrn, metrics: dict, snapshot: bool) -> None:  # noqa: ANN001

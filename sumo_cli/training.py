@@ -221,16 +221,15 @@ def _drop_old_learner_states(db: Database, run_id: int, keep: int) -> None:
 
 
 def create_run(db: Database, cfg: SP.TrainConfig, agent_name: str, opponents: list[Opponent]) -> int:
-    """The Run and Agent rows, theta_0 and the learner's initial state. Call after
-    :func:`check_new_run`."""
+    """The Run and Agent rows. Call after :func:`check_new_run`. theta_0 and the learner's initial
+    state (derived from the seed) are written when :func:`run_training` starts, where a Ctrl-C
+    leaves a run that resumes."""
     config = {"train": cfg.to_dict(), "agent": agent_name,
               "opponents": [{"name": o.name, "body": o.body, "pinned": o.pinned} for o in opponents]}
     with db.write() as s:
         run_id = store_runs.create_run(s, RUN_KIND, config, cfg.seed, cfg.iterations, __version__)
         registry.create_agent(s, agent_name, cfg.body, cfg.arch, cfg.strategy, "trained",
                               {"run_id": run_id, "config": cfg.to_dict()})
-    learner = SP.learner_factory(cfg.strategy)(SP.policy_spec(cfg), cfg)
-    _write_start(db, run_id, cfg, agent_name, learner)
     return run_id
 
 
@@ -277,16 +276,19 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
     factory = SP.learner_factory(cfg.strategy)
     if factory is None:
         raise UserError(f"training with strategy {cfg.strategy!r} is not available in this sumo")
-    learner = factory(SP.policy_spec(cfg), cfg)
-    if "theta0" not in state:  # killed before the start files were written: they are derived from the seed
-        state = _write_start(db, run_id, cfg, agent_name, learner)
-    saved = state["learner"]
-    ck = load_checkpoint(saved["path"], saved["sha256"])
-    learner.load_state(ck.tensors, ck.metadata["learner"])
-    start = int(saved["iteration"])
-    store = DbTrainStore(db, run_id, agent_name, cfg, opponents, state["theta0"])
-    with db.write() as s:
-        store_runs.set_run_status(s, run_id, "running", done=start)
+    try:  # the set-up takes seconds (torch, the start files): a Ctrl-C there leaves a run to resume too
+        learner = factory(SP.policy_spec(cfg), cfg)
+        if "theta0" not in state:  # a new run, or one stopped before they were written: derived from the seed
+            state = _write_start(db, run_id, cfg, agent_name, learner)
+        saved = state["learner"]
+        ck = load_checkpoint(saved["path"], saved["sha256"])
+        learner.load_state(ck.tensors, ck.metadata["learner"])
+        start = int(saved["iteration"])
+        store = DbTrainStore(db, run_id, agent_name, cfg, opponents, state["theta0"])
+        with db.write() as s:
+            store_runs.set_run_status(s, run_id, "running", done=start)
+    except KeyboardInterrupt:
+        raise interrupted(db, run_id, cfg.iterations) from None
     t0 = time.perf_counter()
     history: list[SP.Progress] = []
 
@@ -318,16 +320,21 @@ def drive(db: Database, run_id: int, total: int, loop: Callable[[], object]) -> 
     try:
         loop()
     except KeyboardInterrupt:
-        with db.write() as s:
-            store_runs.set_run_status(s, run_id, "interrupted")
-            done = store_runs.get_run(s, run_id).progress_done
-        raise TrainingInterrupted(run_id, done, total) from None
+        raise interrupted(db, run_id, total) from None
     except BaseException:
         with db.write() as s:
             store_runs.set_run_status(s, run_id, "failed")
         raise
     with db.write() as s:
         store_runs.set_run_status(s, run_id, "finished", done=total)
+
+
+def interrupted(db: Database, run_id: int, total: int) -> TrainingInterrupted:
+    """Mark run ``run_id`` interrupted; the exception that says how far it got."""
+    with db.write() as s:
+        store_runs.set_run_status(s, run_id, "interrupted")
+        done = store_runs.get_run(s, run_id).progress_done
+    return TrainingInterrupted(run_id, done, total)
 
 
 def run_env(db: Database, run_id: int) -> str:

@@ -115,6 +115,18 @@ def first_interrupt_only() -> Iterator[None]:
     signal.signal(signal.SIGINT, previous)  # only on success: after a Ctrl-C the process is exiting
 
 
+@contextlib.contextmanager
+def starting_run(ctx: typer.Context, kind: str, run_id: int) -> Iterator[None]:
+    """Between writing a run and playing it (loading every agent, starting the workers: seconds for
+    a large population), a Ctrl-C still names the command that resumes the run."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        err_console.print(f"[yellow]interrupted[/] while starting run {run_id}. Resume with: "
+                          f"{resume_command(ctx, f'{kind} --resume {run_id}')}", highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+
+
 def check_agents(db, agent_names: list[str]) -> None:  # noqa: ANN001
     """Refuse an unknown agent name (with the close matches) before anything heavy is imported."""
     from sumo_cli.store import registry

@@ -9,6 +9,7 @@ import typer
 
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    starting_run,
 )
 from sumo_cli.cli.estimate import RunEstimate
 
@@ -99,8 +100,9 @@ def evolve(
     from sumo_cli.compete.evolution import EvolutionRunner
     from sumo_cli.runtime.executor import make_executor
 
-    runner = EvolutionRunner(db, run_id)
-    executor = make_executor(workers, address)
+    with starting_run(ctx, "evolve", run_id):
+        runner = EvolutionRunner(db, run_id)
+        executor = make_executor(workers, address)
     err_console.print(
         f"evolution run {run_id}: {runner.n_slots} members ({len(runner.members)} agents x {runner.config['copies']}), "
         f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} workers"

@@ -9,6 +9,7 @@ import typer
 
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    starting_run,
 )
 
 
@@ -89,8 +90,9 @@ def tournament(
     from sumo_cli.compete import tournament as T
     from sumo_cli.runtime.executor import make_executor
 
-    runner = T.TournamentRunner(db, run_id)
-    executor = make_executor(workers, address)
+    with starting_run(ctx, "tournament", run_id):
+        runner = T.TournamentRunner(db, run_id)
+        executor = make_executor(workers, address)
     err_console.print(
         f"tournament run {run_id}: {len(runner.members)} agents, {len(runner.schedule)} games of "
         f"{runner.config['game']['rounds']} rounds x {runner.config['game']['episodes']} episodes, "
