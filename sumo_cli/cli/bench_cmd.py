@@ -146,10 +146,11 @@ def train(
         except ValueError as exc:
             raise UserError(str(exc)) from None
         for a, r in doc["archs"].items():
+            cpu = f"; in CPU time {r['iteration_over_raw_cpu']:.2f}" if "iteration_over_raw_cpu" in r else ""
             err_console.print(
                 f"{a}: {r['iteration']:,.0f} env steps/s per iteration (updates included), "
-                f"{r['rollout']:,.0f} collecting; raw physics {doc['raw_physics']:,.0f}: "
-                f"{r['iteration_over_raw']:.2f} / {r['rollout_over_raw']:.2f} of it",
+                f"{r['rollout']:,.0f} collecting; raw physics {r['raw_physics']:,.0f}: "
+                f"{r['iteration_over_raw']:.2f} / {r['rollout_over_raw']:.2f} of it{cpu}",
                 highlight=False,
             )
     if json_out:
