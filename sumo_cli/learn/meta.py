@@ -135,10 +135,11 @@ class MetaConfig:
     # the meta-update is trained on the data it meets at execution (needs inner_data="reuse")
     # --- outer loop (PPO on the post-adaptation trajectories) ---
     lr: float = 1e-3  # paper: 3e-4 (Adam) for theta; 1e-3 learnt ~1.5x faster on 2D navigation (benchmarks/)
-    lr_alpha: float = 0.03  # paper: 3e-4 for alpha. Applied to log alpha, Adam moves it by up to lr_alpha per outer
-    # epoch (4 per iteration), so alpha can grow 100-fold (0.1 -> 10) in ~40 iterations; at 0.01 the step sizes of
-    # step 1 on 2D navigation were still at 0.1-0.4 after 100 iterations, at the paper's rate alpha moves by ~30% in
-    # 1,000 iterations. Unclipped steps (clip_value=None) at this rate diverged once (an alpha reached 100)
+    lr_alpha: float = 0.01  # paper: 3e-4 for alpha. Applied to log alpha, Adam moves it by up to lr_alpha per outer
+    # epoch (4 per iteration), so alpha can change by a factor of e in ~25 iterations (on 2D navigation several
+    # tripled to 10-fold within 100); at the paper's rate alpha moves by ~30% in 1,000 iterations. At 0.03 two
+    # 2D-navigation runs diverged (theta's own return from -44 to -650 within 20 iterations; without the clip an
+    # alpha reached 100)
     gamma: float = 0.995  # paper: GAE gamma
     lam: float = 0.95  # paper: GAE lambda
     ppo_clip: float = 0.2  # paper: PPO clip 0.2, no KL penalty
