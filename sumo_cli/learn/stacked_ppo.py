@@ -273,7 +273,8 @@ def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[Agent
     steps = [s.steps for s in states]
     rows = torch.arange(G)[:, None]
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
-    log: dict[str, list[Tensor]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm")}
+    stat_names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm")
+    log: dict[str, list[Tensor]] = {k: [] for k in stat_names}
     for _ in range(cfg.epochs):
         splits = [torch.tensor_split(torch.randperm(d.n, generator=s.generator), num_mb) for d, s in zip(data, states)]
         for j in range(num_mb):
@@ -289,7 +290,7 @@ def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[Agent
                 xb = stack["x"][rows, idx]
                 means, values = _mlp(pv, "pi", xb), _mlp(pv, "vf", xb)[..., 0]
                 pick = lambda t: t[rows, idx]  # noqa: E731
-            mb_mask, acts, logp_old, adv, ret = (pick(t) for t in (mask, stack["actions"], stack["logp"], stack["adv"], stack["ret"]))
+            mb_mask, acts, logp_old, adv, ret = (pick(t) for t in (mask, *(stack[k] for k in ("actions", "logp", "adv", "ret"))))
             logp = _log_prob(means, leaves["logstd"], acts)
             ratio = rowwise(torch.exp, logp - logp_old, G)
             surr = torch.minimum(ratio * adv, torch.clamp(ratio, 1.0 - cfg.clip, 1.0 + cfg.clip) * adv)

@@ -125,7 +125,8 @@ def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict,
     )
 
 
-def track_update_many(players: list[Player], experiences: list[Experience], cfg: PPOConfig | None = None) -> list[dict[str, float]]:
+def track_update_many(players: list[Player], experiences: list[Experience],
+                      cfg: PPOConfig | None = None) -> list[dict[str, float]]:
     """One PPO update of each player's ``params`` on its round's experience, all players (of one
     policy spec) in one stacked computation (:func:`~sumo_cli.learn.stacked_ppo.stacked_ppo_update`);
     each gets what it gets updated alone. Adam's moments and the minibatch generator carry over from
@@ -144,7 +145,8 @@ def track_update_many(players: list[Player], experiences: list[Experience], cfg:
         states.append(p.scratch["track"])
     states0: list = [None] * len(players)
     if spec.recurrent:
-        states0 = _window_states_many(spec, [p.params for p in players], [_net_input(spec, p.params, p.obs_stats, e) for p, e in zip(players, experiences)],
+        inputs = [_net_input(spec, p.params, p.obs_stats, e) for p, e in zip(players, experiences)]
+        states0 = _window_states_many(spec, [p.params for p in players], inputs,
                                       [_window_starts(e.lengths.to(torch.long), cfg.bptt_len) for e in experiences])
     rollouts = [experience_to_rollout(spec, p.params, p.obs_stats, e, cfg.bptt_len, st)
                 for p, e, st in zip(players, experiences, states0)]
