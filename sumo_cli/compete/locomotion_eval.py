@@ -152,7 +152,9 @@ def evaluate_checkpoint(spec, params, stats, strategy: str, meta_params: dict, m
         out["strategy"] = "track"
         return out
     if strategy == "meta":
-        cfg = _known(ML.MetaConfig, metadata.get("meta_config"))
+        stored = dict(metadata.get("meta_config") or {})
+        stored.setdefault("execution", "paper")  # runs stored before the execution rule was a setting played Algorithm 2
+        cfg = _known(ML.MetaConfig, stored)
         log_alpha = meta_params.get(LOG_ALPHA_KEY)
         if log_alpha is None:
             log_alpha = ML.init_log_alpha(cfg, ML.GaussianModel(spec), ())
