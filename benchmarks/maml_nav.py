@@ -82,9 +82,10 @@ def curve(spec, theta, log_alpha, cfg, stats, seed: int, env_cls=Navigation2D) -
 
 
 def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
-             env_cls=Navigation2D, log=print) -> dict:
+             env_cls=Navigation2D, log=print, **cfg_kw) -> dict:
+    """``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
     torch.set_num_threads(1)
-    cfg = config()
+    cfg = config(**cfg_kw)
     spec = P.PolicySpec("mlp", env_cls.obs_dim, env_cls.act_dim, hidden=hidden)
     H = env_cls.horizon
     out: dict = {"seed": seed}
@@ -169,6 +170,7 @@ def main(argv=None) -> None:
     ap.add_argument("--iters", type=int, default=100, help="meta-iterations per seed")
     ap.add_argument("--tasks", type=int, default=10, help="tasks per meta-iteration")
     ap.add_argument("--episodes", type=int, default=10, help="episodes per task and step")
+    ap.add_argument("--alpha-init", type=float, default=None, help="initial step sizes (default: MetaConfig's)")
     ap.add_argument("--json", help="also write the per-seed results here")
     ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
     args = ap.parse_args(argv)
@@ -176,7 +178,8 @@ def main(argv=None) -> None:
     if args.summarise:
         results = [r for path in args.summarise for r in json.load(open(path))]
     else:
-        results = [run_seed(s, args.iters, args.tasks, args.episodes) for s in range(args.first_seed, args.first_seed + args.seeds)]
+        kw = {} if args.alpha_init is None else {"alpha_init": args.alpha_init}
+        results = [run_seed(s, args.iters, args.tasks, args.episodes, **kw) for s in range(args.first_seed, args.first_seed + args.seeds)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f)
