@@ -272,13 +272,19 @@ def meta_iteration(
     info = learner.update(pre if cfg.inner_data == "fresh" else pre[0], post, generator, mids=mids)
     t2 = time.perf_counter()
     info.update(
-        step_returns=[float(np.nanmean(episode_returns(r, G))) for r in rollouts],
-        pre_return=float(np.nanmean(episode_returns(rollouts[0], G))),
-        post_episode_return=float(np.nanmean(episode_returns(ro_post, G))),
+        step_returns=[_mean_return(r, G) for r in rollouts],
+        pre_return=_mean_return(rollouts[0], G),
+        post_episode_return=_mean_return(ro_post, G),
         collect_s=t1 - t0,
         update_s=t2 - t1,
     )
     return info, rollouts
+
+
+def _mean_return(rollout: Rollout, groups: int) -> float:
+    """Mean return of the episodes the rollout finished; NaN (without numpy's warning) when none did."""
+    returns = episode_returns(rollout, groups)
+    return float(np.nanmean(returns)) if np.isfinite(returns).any() else float("nan")
 
 
 def chain_iteration(
@@ -323,7 +329,7 @@ def chain_iteration(
     t1 = time.perf_counter()
     info = learner.update_pairs(pairs, generator)
     t2 = time.perf_counter()
-    rets = [float(np.nanmean(episode_returns(x, G))) for x in rollouts]
+    rets = [_mean_return(x, G) for x in rollouts]
     info.update(pre_return=rets[0], post_episode_return=float(np.mean(rets[1:])), round_returns=rets, collect_s=t1 - t0, update_s=t2 - t1)
     return info, rollouts
 
