@@ -21,7 +21,6 @@ from sumo_cli import training as TR
 from sumo_cli.errors import UserError
 from sumo_cli.learn import locomotion_learn as LL
 from sumo_cli.learn import selfplay as SP
-from sumo_cli.nets.checkpoint import load_checkpoint
 from sumo_cli.store import games as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
@@ -87,10 +86,7 @@ def run_training(db: Database, run_id: int, n_threads: int = 1,
         learner = LL.make_learner(cfg, n_threads)
         if "theta0" not in state:  # a new run, or one stopped before they were written: derived from the seed
             state = _write_start(db, run_id, cfg, agent_name, learner)
-        saved = state["learner"]
-        ck = load_checkpoint(saved["path"], saved["sha256"])
-        learner.load_state(ck.tensors, ck.metadata["learner"])
-        start = int(saved["iteration"])
+        start = TR.restore_learner(learner, state)
         with db.write() as s:
             store_runs.set_run_status(s, run_id, "running", done=start)
     except KeyboardInterrupt:

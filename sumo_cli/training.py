@@ -264,6 +264,15 @@ def check_resume(db: Database, run_id: int) -> tuple[SP.TrainConfig, str, int]:
         return cfg, run.config["agent"], run.progress_done
 
 
+def restore_learner(learner, state: dict) -> int:  # noqa: ANN001
+    """Load the learner state that run ``state`` last stored (SHA-256 checked) into ``learner``, and
+    return the iteration it ends."""
+    saved = state["learner"]
+    ck = load_checkpoint(saved["path"], saved["sha256"])
+    learner.load_state(ck.tensors, ck.metadata["learner"])
+    return int(saved["iteration"])
+
+
 def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP.Progress], None] | None = None) -> dict:
     """Train run ``run_id`` from where it stands to its last iteration. Ctrl-C: the run is marked
     interrupted and :class:`TrainingInterrupted` is raised (everything committed so far stays)."""
@@ -280,10 +289,7 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
         learner = factory(SP.policy_spec(cfg), cfg)
         if "theta0" not in state:  # a new run, or one stopped before they were written: derived from the seed
             state = _write_start(db, run_id, cfg, agent_name, learner)
-        saved = state["learner"]
-        ck = load_checkpoint(saved["path"], saved["sha256"])
-        learner.load_state(ck.tensors, ck.metadata["learner"])
-        start = int(saved["iteration"])
+        start = restore_learner(learner, state)
         store = DbTrainStore(db, run_id, agent_name, cfg, opponents, state["theta0"])
         with db.write() as s:
             store_runs.set_run_status(s, run_id, "running", done=start)

@@ -125,6 +125,17 @@ def explained_variance(pred: Tensor, target: Tensor) -> float:
     return float("nan") if var == 0 else float(1.0 - (target - pred).var() / var)
 
 
+def update_targets(spec: P.PolicySpec, rollout: Rollout, cfg: PPOConfig) -> tuple[Tensor, Tensor, float]:
+    """What a PPO update fits: the advantages (normalised when ``cfg.norm_adv``), the value targets,
+    and the explained variance of the behaviour values on those targets."""
+    with torch.no_grad():
+        adv, ret = advantages_and_returns(spec, rollout, cfg)
+        ev = explained_variance(rollout.values.flatten(), ret.flatten())
+        if cfg.norm_adv:
+            adv = normalise(adv)
+    return adv, ret, ev
+
+
 def _chunk(x: Tensor, L: int, fill=0) -> Tensor:
     """(T, N, ...) -> (L, C * N, ...): fixed windows of L steps, padded at the end; column c * N + n
     is window c of env n."""
@@ -239,11 +250,7 @@ def ppo_update(
     x = rollout_inputs(spec, r, obs_norm, dtype)
 
     # b. advantages on whole trajectories
-    with torch.no_grad():
-        adv, ret = advantages_and_returns(spec, r, cfg)
-        ev = explained_variance(r.values.flatten(), ret.flatten())
-        if cfg.norm_adv:
-            adv = normalise(adv)
+    adv, ret, ev = update_targets(spec, r, cfg)
 
     # c. the samples: windows of bptt_len steps (recurrent) or single steps (MLP)
     if spec.recurrent:

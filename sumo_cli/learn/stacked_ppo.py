@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from sumo_cli.learn.losses import normalise
-from sumo_cli.learn.ppo import PPOConfig, _chunk, _stored_chunk_states, advantages_and_returns, explained_variance, rollout_inputs
+from sumo_cli.learn.ppo import PPOConfig, _chunk, _stored_chunk_states, rollout_inputs, update_targets
 from sumo_cli.learn.rollout import Rollout
 from sumo_cli.nets import policy as P
 
@@ -87,11 +86,7 @@ def _prepare(spec: P.PolicySpec, rollout: Rollout, obs_norm, cfg: PPOConfig, dty
         raise ValueError("the stacked PPO update takes one column per agent")
     T = r.num_steps
     x = rollout_inputs(spec, r, obs_norm, dtype)
-    with torch.no_grad():
-        adv, ret = advantages_and_returns(spec, r, cfg)
-        ev = explained_variance(r.values.flatten(), ret.flatten())
-        if cfg.norm_adv:
-            adv = normalise(adv)
+    adv, ret, ev = update_targets(spec, r, cfg)
     if spec.recurrent:
         L = cfg.bptt_len
         states = _stored_chunk_states(r, L)
@@ -152,15 +147,7 @@ def lstm_states(spec: P.PolicySpec, params: P.Params, x: Tensor, record: dict[in
     ``record[t]`` names as ``(agent, slot, column)``: ``{key: [state (H,) per slot]}``."""
     T, G, E = x.shape[:3]
     H = spec.hidden
-    gates_x, kernels_h = [], []
-    xg = x.movedim(0, 1).reshape(G, T * E, x.shape[-1])
-    for net in ("pi", "vf"):
-        e = torch.relu(torch.baddbmm(params[f"{net}/fc/b"].unsqueeze(1), xg, params[f"{net}/fc/w"]))
-        kernel = params[f"{net}/lstm/kernel"]
-        gates_x.append(torch.baddbmm(params[f"{net}/lstm/bias"].unsqueeze(1), e, kernel[:, :H]).reshape(G, T, E, 4 * H))
-        kernels_h.append(kernel[:, H:])
-    gx = torch.stack(gates_x, 1).reshape(G * 2, T, E, 4 * H).unbind(1)
-    kh = torch.stack(kernels_h, 1).reshape(G * 2, H, 4 * H)
+    gx, kh = _input_gates(spec, params, x)
     h = torch.zeros(G * 2, E, H, dtype=x.dtype)
     c = torch.zeros(G * 2, E, H, dtype=x.dtype)
     out: list[dict] = [{} for _ in range(G)]
@@ -172,6 +159,23 @@ def lstm_states(spec: P.PolicySpec, params: P.Params, x: Tensor, record: dict[in
         if t + 1 < T:
             h, c = _lstm_step(gx[t], h, c, kh, G)
     return [{k: [v[i] for i in sorted(v)] for k, v in o.items()} for o in out]
+
+
+def _input_gates(spec: P.PolicySpec, params: P.Params, x: Tensor) -> tuple[tuple[Tensor, ...], Tensor]:
+    """For stacked LSTM nets on ``x`` ``(T, G, B, D)``: the input half of both nets' gates at every
+    step, ``T`` tensors ``(2G, B, 4H)`` (agent g's policy net at row 2g, its value net at 2g + 1), and
+    the recurrent kernels ``(2G, H, 4H)`` in the same order."""
+    T, G, B = x.shape[:3]
+    H = spec.hidden
+    xg = x.movedim(0, 1).reshape(G, T * B, x.shape[-1])
+    gates_x, kernels_h = [], []
+    for net in ("pi", "vf"):
+        e = torch.relu(torch.baddbmm(params[f"{net}/fc/b"].unsqueeze(1), xg, params[f"{net}/fc/w"]))
+        kernel = params[f"{net}/lstm/kernel"]
+        gates_x.append(torch.baddbmm(params[f"{net}/lstm/bias"].unsqueeze(1), e, kernel[:, :H]).reshape(G, T, B, 4 * H))
+        kernels_h.append(kernel[:, H:])
+    gx = torch.stack(gates_x, 1).reshape(G * 2, T, B, 4 * H).unbind(1)
+    return gx, torch.stack(kernels_h, 1).reshape(G * 2, H, 4 * H)
 
 
 def _pad(t: Tensor, dim: int, size: int) -> Tensor:
@@ -201,15 +205,7 @@ def _lstm_windows(spec: P.PolicySpec, params: P.Params, x: Tensor, state0: dict[
     nets' cells stepped together, the output layers after the loop."""
     L, G, B = x.shape[:3]
     H = spec.hidden
-    xg = x.movedim(0, 1).reshape(G, L * B, x.shape[-1])
-    gates_x, kernels_h = [], []
-    for net in ("pi", "vf"):
-        e = torch.relu(torch.baddbmm(params[f"{net}/fc/b"].unsqueeze(1), xg, params[f"{net}/fc/w"]))
-        kernel = params[f"{net}/lstm/kernel"]
-        gates_x.append(torch.baddbmm(params[f"{net}/lstm/bias"].unsqueeze(1), e, kernel[:, :H]).reshape(G, L, B, 4 * H))
-        kernels_h.append(kernel[:, H:])
-    gx = torch.stack(gates_x, 1).reshape(G * 2, L, B, 4 * H).unbind(1)
-    kh = torch.stack(kernels_h, 1).reshape(G * 2, H, 4 * H)
+    gx, kh = _input_gates(spec, params, x)
     h = torch.stack([state0["pi/h"], state0["vf/h"]], 1).reshape(G * 2, B, H)
     c = torch.stack([state0["pi/c"], state0["vf/c"]], 1).reshape(G * 2, B, H)
     keep = (~resets).to(x.dtype).movedim(0, 1)[:, None].expand(G, 2, L, B).reshape(G * 2, L, B, 1).unbind(1)
