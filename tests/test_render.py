@@ -69,6 +69,19 @@ def _decode(path: Path) -> list[np.ndarray]:
 
 
 # ---------------------------------------------------------------------- GL backend
+def test_importing_the_simulation_loads_no_gl_library():
+    """With MUJOCO_GL unset, mujoco's own import would load GLFW, whose library search runs Python
+    child processes (in every pool worker; a worker ended during it printed their tracebacks)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MUJOCO_GL"}
+    code = ("import os, sys; import sumo_cli.learn.sumo_vec, sumo_cli.compete.engine, sumo_cli.cli.app; "
+            "print('glfw' in sys.modules, os.environ.get('MUJOCO_GL'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "None"], out
+
+
 def test_no_working_gl_backend_is_one_sentence(monkeypatch):
     from sumo_cli.errors import UserError
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
 import torch
 
@@ -38,6 +37,7 @@ from sumo_cli.nets import features as F
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 from sumo_cli.nets.numpy_actor import NumpyActor
+from sumo_cli.sim import mujoco  # the bindings as imported there, without GL probing
 from sumo_cli.sim import sumo_env as SE
 from sumo_cli.sim.arena import START_RADIUS
 

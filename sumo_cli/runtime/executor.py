@@ -150,12 +150,20 @@ class ProcessExecutor:
         """Cancel what has not started and end the workers at once: after a Ctrl-C, games in flight
         are not waited for (their results would be thrown away)."""
         processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        # The pool's manager thread holds its queues; were it the last to let go of them when it
+        # ends, it would unlink their semaphores while the interrupted driver skips its teardown
+        # (os._exit), and the resource tracker would print warnings after the resume command.
+        # Joining it here, and holding it until it has ended, frees them in this thread instead.
+        manager = getattr(self._pool, "_executor_manager_thread", None)
         self._pool.shutdown(wait=False, cancel_futures=True)
         for proc in processes:
             if proc.is_alive():
                 proc.kill()
         for proc in processes:
             proc.join(timeout=5)
+        if manager is not None:
+            manager.join(timeout=5)
+        del manager
 
 
 class RayExecutor:
