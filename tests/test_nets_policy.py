@@ -252,20 +252,25 @@ def test_stack_params_rejects_mismatched_keys():
         P.stack_params([a, b])
 
 
+@pytest.mark.parametrize("agents", [(), (3,), (2, 2)], ids=["one-agent", "3-agents", "2x2-agents"])
 @pytest.mark.parametrize("arch", ["lstm", "rl2"])
-def test_single_agent_sequence_fast_path_equals_stepping_forward_with_gradients(arch):
-    """forward_sequence of one agent's recurrent nets (its fused path) against forward() step by
-    step: outputs, final state and the gradients of a loss on both, over a two-dim batch with resets."""
+def test_sequence_fast_path_equals_stepping_forward_with_gradients(arch, agents):
+    """forward_sequence of recurrent nets (its fused path), for one agent and for stacked agents,
+    against forward() step by step: outputs, final state and the gradients of a loss on both, over
+    a two-dim batch with resets."""
     spec = _spec(arch, hidden=8)
     T, batch = 6, (2, 3)
     g = _gen(5)
-    obs = torch.randn(T, *batch, spec.input_dim, generator=g, dtype=torch.float64)
-    dones = torch.rand(T, *batch, generator=g) < 0.3
+    obs = torch.randn(T, *agents, *batch, spec.input_dim, generator=g, dtype=torch.float64)
+    dones = torch.rand(T, *agents, *batch, generator=g) < 0.3
     state0 = {k: torch.randn(v.shape, generator=g, dtype=torch.float64)
-              for k, v in P.initial_state(spec, batch, torch.float64).items()}
+              for k, v in P.initial_state(spec, (*agents, *batch), torch.float64).items()}
+    n = math.prod(agents)
+    stacked = P.stack_params([_randomised(spec, 8 + i, torch.float64) for i in range(n)])
+    stacked = {k: v.reshape(*agents, *v.shape[1:]) for k, v in stacked.items()}
 
     def run(fused: bool):
-        params = {k: v.clone().requires_grad_(True) for k, v in _randomised(spec, 8, torch.float64).items()}
+        params = {k: v.clone().requires_grad_(True) for k, v in stacked.items()}
         if fused:
             means, values, state = P.forward_sequence(spec, params, obs, state0, dones)
         else:
@@ -275,7 +280,8 @@ def test_single_agent_sequence_fast_path_equals_stepping_forward_with_gradients(
                 ms.append(m)
                 vs.append(v)
             means, values = torch.stack(ms), torch.stack(vs)
-        loss = (means ** 2).sum() + (values * torch.arange(T, dtype=torch.float64)[:, None, None]).sum() + state["pi/c"].sum()
+        weights = torch.arange(T, dtype=torch.float64).reshape(T, *([1] * (values.dim() - 1)))
+        loss = (means ** 2).sum() + (values * weights).sum() + state["pi/c"].sum()
         grads = torch.autograd.grad(loss, list(params.values()), allow_unused=True)
         return means, values, state, dict(zip(params, grads))
 

@@ -364,40 +364,48 @@ def forward_sequence(
         x = torch.movedim(obs_z_seq, 0, agent)
         mean, value, _ = forward(spec, params, x, state0)
         return torch.movedim(mean, agent, 0), torch.movedim(value, agent, 0), state0
-    if params["logstd"].dim() == 1:
-        return _recurrent_sequence(spec, params, obs_z_seq, state0, dones)
-    means, values = [], []
-    state = state0
-    for t in range(T):
-        mean, value, state = forward(spec, params, obs_z_seq[t], state, None if dones is None else dones[t])
-        means.append(mean)
-        values.append(value)
-    return torch.stack(means), torch.stack(values), state
+    return _recurrent_sequence(spec, params, obs_z_seq, state0, dones)
 
 
 def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
                         dones: Tensor | None) -> tuple[Tensor, Tensor, State]:
-    """:func:`forward_sequence` of one agent's LSTM nets, the same function step by step, in fewer
-    and larger operations (the PPO update's backward pass costs per operation on these small nets):
-    the embeddings and the input half of the gates for all T steps at once, the policy and value
-    nets side by side as a batch of two throughout, the output layers after the loop.
+    """:func:`forward_sequence` of LSTM nets, the same function as :func:`forward` step by step, in
+    fewer and larger operations (a backward pass costs per operation on these small nets, and the
+    meta-learner's second-order one several times over): the embeddings and the input half of the
+    gates for all T steps at once, the policy and value nets of every agent side by side as one
+    batch of ``2 * agents`` matrices throughout, the output layers after the loop.
 
     Layouts are chosen so that neither pass copies a whole window's gates: the gates' input half
-    comes out of one batched product as (2, T, B, 4H); its per-step slices are taken by unbind,
+    comes out of one batched product as (2A, T, B, 4H); its per-step slices are taken by unbind,
     whose backward stacks the steps' gradients once (indexing x[t] would zero-fill a tensor of x's
     whole size per step), straight into the layout the product's backward reads."""
-    T, batch, H = x.shape[0], x.shape[1:-1], spec.hidden
-    flat = x.reshape(-1, x.shape[-1])
-    w_fc = torch.stack([params["pi/fc/w"], params["vf/fc/w"]])  # (2, D, H)
-    b_fc = torch.stack([params["pi/fc/b"], params["vf/fc/b"]]).unsqueeze(1)
-    kernels = torch.stack([params["pi/lstm/kernel"], params["vf/lstm/kernel"]])  # (2, 2H, 4H)
-    bias = torch.stack([params["pi/lstm/bias"], params["vf/lstm/bias"]]).unsqueeze(1)
-    e = torch.relu(torch.baddbmm(b_fc, flat.expand(2, *flat.shape), w_fc))  # (2, T*B, H)
-    gx = torch.baddbmm(bias, e, kernels[:, :H]).reshape(2, T, -1, 4 * H)
-    kh = kernels[:, H:]  # (2, H, 4H)
-    h = torch.stack([state0["pi/h"], state0["vf/h"]]).reshape(2, -1, H)
-    c = torch.stack([state0["pi/c"], state0["vf/c"]]).reshape(2, -1, H)
-    keep = None if dones is None else (~dones.to(torch.bool)).reshape(T, 1, -1, 1).to(x.dtype)
+    H = spec.hidden
+    agent = tuple(params["logstd"].shape[:-1])
+    n = len(agent)
+    A = math.prod(agent)
+    T, batch = x.shape[0], x.shape[1 + n : -1]
+    B = math.prod(batch)
+    xa = torch.movedim(x, 0, n).reshape(A, T * B, x.shape[-1])  # agents first: (A, T*B, D)
+
+    def pair(key: str) -> Tensor:  # the policy's and the value net's tensor of every agent, (2A, ...)
+        a, b = params[f"pi/{key}"], params[f"vf/{key}"]
+        return torch.stack([a, b]).reshape(2 * A, *a.shape[n:])
+
+    def pair_state(net: str, part: str) -> Tensor:
+        return state0[f"{net}/{part}"].reshape(A, B, H)
+
+    w_fc, b_fc = pair("fc/w"), pair("fc/b").unsqueeze(1)  # (2A, D, H), (2A, 1, H)
+    kernels, bias = pair("lstm/kernel"), pair("lstm/bias").unsqueeze(1)  # (2A, 2H, 4H), (2A, 1, 4H)
+    xx = xa.unsqueeze(0).expand(2, *xa.shape).reshape(2 * A, T * B, xa.shape[-1])
+    e = torch.relu(torch.baddbmm(b_fc, xx, w_fc))  # (2A, T*B, H)
+    gx = torch.baddbmm(bias, e, kernels[:, :H]).reshape(2 * A, T, B, 4 * H)
+    kh = kernels[:, H:]  # (2A, H, 4H)
+    h = torch.cat([pair_state("pi", "h"), pair_state("vf", "h")])  # (2A, B, H)
+    c = torch.cat([pair_state("pi", "c"), pair_state("vf", "c")])
+    keep = None
+    if dones is not None:
+        k = (~dones.to(torch.bool)).reshape(T, 1, A, B, 1).expand(T, 2, A, B, 1)
+        keep = k.reshape(T, 2 * A, B, 1).to(x.dtype)
     hs = []
     for t, g in enumerate(gx.unbind(1)):
         if keep is not None:
@@ -406,12 +414,21 @@ def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: Sta
         c = c * torch.sigmoid(f + FORGET_BIAS) + torch.sigmoid(i) * torch.tanh(j)
         h = torch.tanh(c) * torch.sigmoid(o)
         hs.append(h)
-    out_pi, out_vf = torch.stack(hs, dim=1).unbind(0)  # each (T, B, H)
-    mean = torch.addmm(params["pi/out/b"], out_pi.reshape(-1, H), params["pi/out/w"]).reshape(T, *batch, -1)
-    value = torch.addmm(params["vf/out/b"], out_vf.reshape(-1, H), params["vf/out/w"]).reshape(T, *batch)
-    (h_pi, h_vf), (c_pi, c_vf) = h.unbind(0), c.unbind(0)
-    state = {"pi/h": h_pi.reshape(*batch, H), "pi/c": c_pi.reshape(*batch, H),
-             "vf/h": h_vf.reshape(*batch, H), "vf/c": c_vf.reshape(*batch, H)}
+    out_pi, out_vf = torch.stack(hs, dim=1).reshape(2, A, T * B, H).unbind(0)  # each (A, T*B, H)
+
+    def head(net: str, out: Tensor, width: int) -> Tensor:  # (A, T*B, H) -> (T, *agent, *batch, width)
+        w, b = params[f"{net}/out/w"], params[f"{net}/out/b"]
+        if n == 0:  # one agent: one plain product (the path every single-agent result was computed on)
+            return torch.addmm(b, out[0], w).reshape(T, *batch, width)
+        y = torch.baddbmm(b.reshape(A, 1, width), out, w.reshape(A, H, width)).reshape(*agent, T, *batch, width)
+        return torch.movedim(y, n, 0)
+
+    mean = head("pi", out_pi, params["pi/out/w"].shape[-1])
+    value = head("vf", out_vf, 1)[..., 0]
+    (h_pi, h_vf), (c_pi, c_vf) = h.reshape(2, A, B, H).unbind(0), c.reshape(2, A, B, H).unbind(0)
+    shape = (*agent, *batch, H)
+    state = {"pi/h": h_pi.reshape(shape), "pi/c": c_pi.reshape(shape),
+             "vf/h": h_vf.reshape(shape), "vf/c": c_vf.reshape(shape)}
     return mean, value, state
 
 
