@@ -98,9 +98,36 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
                  for v in registry.get_agent(s, op.name).versions if op.pinned is None or v.version == op.pinned]
     if not opponents:
         raise UserError("--opponents is empty; give agent names, or self for self-play")
+    if cfg.init_from:
+        cfg.init_from = _check_init_from(db, cfg)
     for path, sha in files:  # a missing or corrupt opponent is refused now, before the run is written
         load_checkpoint(path, sha)
     return agent_name, opponents
+
+
+def _check_init_from(db: Database, cfg: SP.TrainConfig) -> str:
+    """``cfg.init_from`` pinned to one stored version (``name@version``), once its checkpoint loads
+    and holds a policy of the run's shape; else a UserError in one sentence."""
+    with db.read() as s:
+        rv = registry.resolve(s, cfg.init_from)
+    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
+    want = SP.policy_spec(cfg)
+    if ck.spec != want:
+        raise UserError(f"--init-from {rv.agent_name}@{rv.version} is a {rv.body} {ck.spec.arch} policy "
+                        f"(features {ck.spec.features}, {ck.spec.input_dim} inputs); this run trains a {cfg.body} "
+                        f"{want.arch} policy (features {want.features}, {want.input_dim} inputs)")
+    return f"{rv.agent_name}@{rv.version}"
+
+
+def warm_start(db: Database, learner: SP.Learner, ref: str) -> None:
+    """Replace the learner's fresh policy and observation statistics with those of the stored
+    version ``ref`` (SHA-256 checked); the optimiser states stay fresh."""
+    with db.read() as s:
+        rv = registry.resolve(s, ref)
+    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
+    tensors, metadata = learner.state()
+    tensors = {**tensors, **checkpoint_tensors(ck.params, ck.obs_stats)}
+    learner.load_state(tensors, metadata)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,6 +159,8 @@ class DbTrainStore:
                 self.files[(SP.SELF, v.version)] = (v.checkpoint_path, v.sha256, me.body)
                 self.own.append(v.version)
         self.files[(SP.SELF, 0)] = (theta0["path"], theta0["sha256"], cfg.body)
+        with db.read() as s:  # env steps simulated so far (a meta-iteration simulates several phases)
+            self.env_steps = store_runs.last_env_steps(s, run_id)
 
     def pool(self) -> list[tuple[str, str, list[int]]]:
         out = []
@@ -161,9 +190,11 @@ class DbTrainStore:
     def save_iteration(self, k: int, learner: SP.Learner, metrics: dict, snapshot: bool) -> None:
         cfg = self.cfg
         summary = {key: metrics.get(key) for key in ("win_rate", "mean_return", "episodes", "alpha")}
+        self.env_steps += int(metrics.get("iteration_env_steps") or cfg.steps_per_iteration)
+        metrics["env_steps_total"] = self.env_steps
         version_file, digest = commit_iteration(
             self.db, self.run_id, self.agent_name, k, learner, metrics, snapshot, body=cfg.body,
-            strategy=cfg.strategy, env_steps=k * cfg.steps_per_iteration, summary=summary,
+            strategy=cfg.strategy, env_steps=self.env_steps, summary=summary,
             ckpt_meta={"reward_scale": cfg.reward_scale})
         if snapshot:
             self.files[(SP.SELF, k)] = (str(version_file), digest, cfg.body)
@@ -288,6 +319,8 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
     try:  # the set-up takes seconds (torch, the start files): a Ctrl-C there leaves a run to resume too
         learner = factory(SP.policy_spec(cfg), cfg)
         if "theta0" not in state:  # a new run, or one stopped before they were written: derived from the seed
+            if cfg.init_from:  # or taken from a stored version
+                warm_start(db, learner, cfg.init_from)
             state = _write_start(db, run_id, cfg, agent_name, learner)
         start = restore_learner(learner, state)
         store = DbTrainStore(db, run_id, agent_name, cfg, opponents, state["theta0"])
@@ -306,12 +339,12 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
 
     drive(db, run_id, cfg.iterations, lambda: SP.train(cfg, learner, store, executor, start=start, on_iteration=report))
     wall = time.perf_counter() - t0
-    steps = len(history) * cfg.steps_per_iteration
+    steps = sum(p.steps_per_second * p.wall_seconds for p in history)
     last = history[-1].metrics if history else {}
     return {
         "run_id": run_id, "agent": agent_name, "body": cfg.body, "arch": cfg.arch, "strategy": cfg.strategy,
         "status": "finished", "iterations": cfg.iterations, "resumed_from": start,
-        "env_steps": cfg.iterations * cfg.steps_per_iteration, "steps_per_iteration": cfg.steps_per_iteration,
+        "env_steps": store.env_steps, "steps_per_iteration": cfg.steps_per_iteration,
         "latest_version": cfg.iterations, "wall_seconds": round(wall, 3),
         "steps_per_second": round(steps / wall, 1) if wall > 0 and steps else None,
         "last_iteration": {k: last.get(k) for k in ("win_rate", "draw_rate", "loss_rate", "mean_return",

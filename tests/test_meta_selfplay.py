@@ -53,9 +53,18 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
         m = it.metrics
         # task pairs (v, v+1) of the 2-version pool: versions 1 then 2
         assert sorted(m["opponents"]) == ["ant-mlp@1", "ant-mlp@2"]
-        assert m["iteration_env_steps"] == 4 * 2 * 40 and m["meta_tasks"] == 2  # 3 inner steps on fresh episodes, then the post-update phase
+        # 3 inner steps on fresh episodes, then the post-update phase; the first iteration also measures
+        # theta on the held-out versions (one more phase)
+        phases = 5 if it.iteration == 1 else 4
+        assert m["iteration_env_steps"] == phases * 2 * 40 and m["meta_tasks"] == 2
         for key in ("loss", "ppo", "vf", "score", "pre_return", "post_return", "update_seconds"):
             assert key in m, key
+        heldout = ("heldout_return_adapted", "heldout_return_unadapted", "heldout_gain", "heldout_gain_ci95")
+        assert all(key in m for key in heldout) == (it.iteration == 1)
+    assert [i.env_steps for i in its] == [5 * 80, 9 * 80] and doc["env_steps"] == 9 * 80  # every phase counted
+    m = its[0].metrics
+    assert m["heldout_gain"] == pytest.approx(m["heldout_return_adapted"] - m["heldout_return_unadapted"])
+    assert m["heldout_return_adapted"] == pytest.approx(m["post_episode_return"])
     init = math.log(MetaConfig().alpha_init)
     shape = (3, 13)  # one step size per inner step and parameter tensor (the MLP has 13)
     for v in (1, 2):
@@ -104,3 +113,25 @@ def test_meta_resume_after_interruption_ends_bit_identical(cli, tmp_path, monkey
     for k in range(1, 4):
         assert its[(2, k)]["loss"] == its[(3, k)]["loss"], k
         assert its[(2, k)]["mean_return"] == its[(3, k)]["mean_return"], k
+
+
+def test_the_heldout_measurement_leaves_training_unchanged(cli, tmp_path, monkeypatch):
+    from sumo_cli.learn import meta_selfplay
+
+    _pretrain(cli)
+    assert cli("train", *META, "--iterations", "2", "--name", "measured")[0] == 0
+    monkeypatch.setattr(meta_selfplay, "measures_heldout", lambda k: False)
+    assert cli("train", *META, "--iterations", "2", "--name", "unmeasured")[0] == 0
+    a, b = final_tensors(tmp_path, "measured"), final_tensors(tmp_path, "unmeasured")
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+def test_t_half_width():
+    import numpy as np
+
+    from sumo_cli.learn.meta_selfplay import t_half_width
+
+    x = np.array([1.0, 2.0, 3.0, np.nan])  # mean 2, sd 1, 3 values: t(2) 4.303
+    assert t_half_width(x) == pytest.approx(4.303 / math.sqrt(3))
+    assert math.isnan(t_half_width(np.array([1.0])))

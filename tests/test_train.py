@@ -179,6 +179,34 @@ def test_unknown_opponent_lists_close_matches_and_existing_agent_is_kept(cli, tm
     assert {k: len(v) for k, v in rows(tmp_path).items()} == before
 
 
+def test_init_from_starts_version_0_at_a_stored_policy(cli, tmp_path):
+    from sumo_cli.library import load_agent
+    from sumo_cli.nets.checkpoint import load_checkpoint
+
+    assert cli("train", "--body", "ant", "--arch", "mlp", "--iterations", "2", *TINY)[0] == 0
+    before = {k: len(v) for k, v in rows(tmp_path).items()}
+    # a policy of another shape is refused in one sentence, with nothing written
+    code, out, err = cli("train", "--body", "ant", "--arch", "lstm", "--init-from", "ant-mlp@1", *TINY)
+    assert code == 2 and "--init-from ant-mlp@1 is a ant mlp policy" in " ".join(err.split()), err
+    assert {k: len(v) for k, v in rows(tmp_path).items()} == before
+    code, out, err = cli("train", "--body", "ant", "--arch", "mlp", "--name", "warm", "--init-from", "bug-mlp", *TINY)
+    assert code == 2 and "unknown agent 'bug-mlp'" in err
+    # an unpinned name starts from the agent's latest version, pinned in the stored settings
+    code, out, err = cli("train", "--body", "ant", "--arch", "mlp", "--strategy", "track", "--init-from", "ant-mlp",
+                         "--iterations", "1", *TINY, "--json")
+    assert code == 0, err
+    (run,) = [r for r in rows(tmp_path)["Run"] if r.id == json.loads(out)["run_id"]]
+    assert run.config["train"]["init_from"] == "ant-mlp@2"
+    start = load_checkpoint(run.state["theta0"]["path"], run.state["theta0"]["sha256"])
+    d = db(tmp_path)
+    source = load_agent(d, "ant-mlp@2")
+    d.dispose()
+    for k, v in source.params.items():
+        assert torch.equal(start.params[k], torch.as_tensor(v)), k
+    for k, v in source.obs_stats.items():
+        assert torch.equal(start.obs_stats[k].double(), torch.as_tensor(v).double()), k
+
+
 def _run_row(tmp_path: Path, run_id: int):
     from sumo_cli.store.models import Run
 

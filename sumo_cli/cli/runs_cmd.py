@@ -212,7 +212,11 @@ def _fmt(v: object, spec: str) -> str:
 _SUMO_COLUMNS = [
     ("alpha", "alpha", ".2f"), ("win", "win_rate", ".0%"), ("draw", "draw_rate", ".0%"),
     ("loss", "loss_rate", ".0%"), ("return", "mean_return", ".1f"),
-    ("closest", "mean_min_dist", ".2f"), ("steps/s", "steps_per_second", ".0f"),
+    ("closest", "mean_min_dist", ".2f"),
+    ("a1", "meta_alpha_0", ".3f"), ("a2", "meta_alpha_1", ".3f"), ("a3", "meta_alpha_2", ".3f"),
+    ("adapted", "heldout_return_adapted", ".1f"), ("unadapted", "heldout_return_unadapted", ".1f"),
+    ("gain", "heldout_gain", ".1f"), ("+-", "heldout_gain_ci95", ".1f"),
+    ("steps/s", "steps_per_second", ".0f"),
 ]
 _LOCO_COLUMNS = [
     ("episodes", "episodes", ".0f"), ("return", "mean_return", ".1f"), ("pre", "pre_return", ".1f"),
@@ -225,6 +229,9 @@ _EXPLAIN = {
     "return": "return: mean faithful return",
     "closest": "closest: mean closest torso distance", "pre": "pre/post: meta return before/after adapting",
     "ep1": "ep1/ep7: return of the first/last episode of the sequence",
+    "a1": "a1-a3: the meta-learner's step sizes (geometric mean over tensors)",
+    "adapted": "adapted/unadapted: training return against the held-out next opponent versions after/without "
+               "the meta-update (the first and every 10th iteration); gain +- its 95% interval over the tasks",
 }
 
 

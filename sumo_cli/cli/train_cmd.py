@@ -12,7 +12,7 @@ from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, ope
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
-    "recipe": "--recipe", "env": "--env", "horizon": "--horizon", "hidden": "--hidden", "body": "--body", "arch": "--arch", "features": "--features", "strategy": "--strategy", "name": "--name", "opponents": "--opponents",
+    "recipe": "--recipe", "env": "--env", "horizon": "--horizon", "hidden": "--hidden", "body": "--body", "arch": "--arch", "features": "--features", "strategy": "--strategy", "name": "--name", "opponents": "--opponents", "init_from": "--init-from",
     "iterations": "--iterations", "seed": "--seed", "physics": "--physics", "envs": "--envs", "steps": "--steps",
     "shards": "--shards", "opponent_samples": "--opponent-samples", "episodes_per_opponent": "--episodes-per-opponent",
     "anneal": "--anneal", "control_coef": "--control-coef", "push_coef": "--push-coef", "move_coef": "--move-coef",
@@ -23,7 +23,7 @@ _RUN_OPTIONS = {
     "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
 }
 # Options of sumo training that mean nothing for --env locomotion, and the reverse.
-_SUMO_ONLY = ("recipe", "body", "features", "opponents", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
+_SUMO_ONLY = ("recipe", "body", "features", "opponents", "init_from", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
               "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "anneal_start", "start_radius",
               "start_radius_iterations", "face_opponent", "face_spread_iterations", "motionless_iterations", "motionless_fraction",
               "eval_every", "eval_bouts")
@@ -89,6 +89,8 @@ def train(
     name: Optional[str] = typer.Option(None, "--name", rich_help_panel="Recipe and agent", help="Agent name (default: the canonical one, e.g. ant-lstm)."),
     opponents: Optional[str] = typer.Option(None, "--opponents", rich_help_panel="Recipe and agent", help="Comma-separated opponent pool, e.g. ant-lstm,bug-lstm (name@v pins a version); "
         "'self' = own snapshots. Default: self (pure self-play)."),
+    init_from: Optional[str] = typer.Option(None, "--init-from", rich_help_panel="Recipe and agent", help="Start from a stored version's policy "
+        "(name@version, e.g. ant-mlp@588; same body, architecture and features) instead of fresh weights."),
     iterations: Optional[int] = typer.Option(None, "--iterations", "-n", rich_help_panel="Recipe and agent", help="PPO iterations (one update each; fight 1000, paper 100)."),
     seed: Optional[int] = typer.Option(None, "--seed", rich_help_panel="Recipe and agent", help="Seed of everything (default 0)."),
     physics: Optional[str] = typer.Option(None, "--physics", rich_help_panel="Recipe and agent", help="faithful (RK4; paper) or fast (implicitfast; fight). Evaluations always use faithful."),

@@ -51,14 +51,39 @@ from torch import Tensor
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import selfplay as SP
 from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
-from sumo_cli.learn.meta_train import meta_iteration
+from sumo_cli.learn.meta_train import collect_stacked, episode_returns, meta_iteration
 from sumo_cli.learn.ppo import make_params
+from sumo_cli.learn.rollout import Rollout
 from sumo_cli.learn.sumo_vec import OpponentPolicy, SumoVecEnv
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 
-_TASK_SEED, _PAIR_ENV_SEED, _META_SEED = 11, 12, 13
+_TASK_SEED, _PAIR_ENV_SEED, _META_SEED, _HELDOUT_SEED = 11, 12, 13, 14
 MAX_OUTER_EPOCHS = 4
+#: The first and every HELDOUT_EVERY-th iteration theta (as it was before the update) also plays one phase against
+#: the post-adaptation opponents (versions v + 1): the stored metrics then hold, on the same held-out
+#: versions, the return after adaptation (phi) and without it (theta), and the gain task by task
+#: with its 95% interval. One more phase of env steps on those iterations (2.5% of all at 4 phases).
+HELDOUT_EVERY = 10
+#: 97.5% quantiles of Student's t by degrees of freedom (the interval over the tasks of one
+#: iteration; 8 tasks by default); more than 30: 2.0.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def measures_heldout(k: int) -> bool:
+    """Whether iteration k measures the return on the held-out versions (the first and every
+    HELDOUT_EVERY-th)."""
+    return k == 1 or k % HELDOUT_EVERY == 0
+
+
+def t_half_width(x: np.ndarray) -> float:
+    """Half-width of the 95% t-interval of the mean of ``x`` (NaNs left out; NaN below 2 values)."""
+    x = x[np.isfinite(x)]
+    if len(x) < 2:
+        return float("nan")
+    q = _T975[len(x) - 2] if len(x) - 1 <= len(_T975) else 2.0
+    return float(q * x.std(ddof=1) / np.sqrt(len(x)))
 
 
 class PairSumoEnv(SumoVecEnv):
@@ -169,10 +194,14 @@ class MetaSelfPlayLearner:
                           alpha=ctx.alpha, start=job.start, features=cfg.features)
         gen = torch.Generator().manual_seed(SP.derive_seed(cfg.seed, k, _META_SEED))
         stats = {key: v.clone() for key, v in nz.to_torch(self.obs_stats).items()}
+        theta_before = {key: v.detach().clone() for key, v in self.learner.params()[0].items()}
+        heldout: dict = {}
         try:
             info, rollouts = meta_iteration(env, self.spec, self.learner, stats, cfg.num_steps, cfg.num_steps,
                                             SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen)
             episodes = env.finish()
+            if measures_heldout(k):
+                heldout = self._heldout(env, theta_before, stats, rollouts[-1], k)
         finally:
             env.close()
         for ro in rollouts:
@@ -182,13 +211,31 @@ class MetaSelfPlayLearner:
         ctx.jobs = [dataclasses.replace(job, opponents=[o for p in pairs for o in p], motionless_prob=0.0)]
         ctx.timing["rollout_seconds"] = info.pop("collect_s")
         ctx.timing["update_seconds"] = info.pop("update_s")
-        ctx.timing["iteration_env_steps"] = self.meta_cfg.phases * cfg.n_envs * cfg.num_steps
+        phases = self.meta_cfg.phases + (1 if heldout else 0)
+        ctx.timing["iteration_env_steps"] = phases * cfg.n_envs * cfg.num_steps
         alphas = info.pop("alpha")
         out = {key: float(v) for key, v in info.items() if isinstance(v, (int, float))}
+        out.update(heldout)
         out.update(ML.alpha_metrics(alphas))
         out["meta_tasks"] = G
         out["meta_seconds"] = time.perf_counter() - t0
         return out
+
+    def _heldout(self, env: PairSumoEnv, theta: P.Params, stats: dict, adapted: Rollout, k: int) -> dict:
+        """theta against the versions phi played (``env`` is in its second phase), for one phase;
+        its episodes are not training data. Returns mean returns per episode with and without
+        adaptation, and the gain over the tasks (mean and 95% half-width)."""
+        G = env.num_groups
+        seed = SP.derive_seed(self.cfg.seed, k, _HELDOUT_SEED)
+        theta_g = {key: v.contiguous() for key, v in ML.expand_params(self.learner.model, theta, (G,)).items()}
+        ro, _ = collect_stacked(env, self.spec, theta_g, stats, env.reset(seed), self.cfg.num_steps,
+                                torch.Generator().manual_seed(seed))
+        env.episodes = []  # not training data
+        with_phi, with_theta = episode_returns(adapted, G), episode_returns(ro, G)
+        gain = with_phi - with_theta
+        return {"heldout_return_adapted": float(np.nanmean(with_phi)),
+                "heldout_return_unadapted": float(np.nanmean(with_theta)),
+                "heldout_gain": float(np.nanmean(gain)), "heldout_gain_ci95": t_half_width(gain)}
 
     # ------------------------------------------------------------------ Learner protocol
     def policy(self) -> tuple[P.Params, dict]:

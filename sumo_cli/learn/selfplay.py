@@ -90,6 +90,10 @@ class TrainConfig(StoredConfig):
     strategy: str = "none"  # none | track | rl2 (| meta, through register_learner)
     opponents: list[str] = field(default_factory=lambda: [SELF])  # "self" = own snapshots;
     # agent names (optionally name@version to pin a version)
+    init_from: str = ""  # name@version whose policy and observation statistics replace the fresh weights
+    # of version 0 (same body, architecture and features); "" = fresh weights from the seed. The paper
+    # trains its adaptation strategies against a pre-trained pool; starting them from that pool too is
+    # this project's shortcut (fewer env steps), stated wherever it is used
     iterations: int = 100
     seed: int = 0
     physics: str = "faithful"  # faithful (RK4, as the original) | fast (implicitfast, ~3x faster)
@@ -628,11 +632,13 @@ def finish_iteration(k: int, iterations: int, steps_per_iteration: int, snapshot
     """The end of iteration k, shared by the training loops: time the metrics (non-finite values
     stored as None), save (a snapshot every ``snapshot_every`` iterations and after the last),
     report."""
+    steps = int(metrics.get("iteration_env_steps") or steps_per_iteration)  # learners that simulate more say so
     metrics["wall_seconds"] = wall
-    metrics["steps_per_second"] = steps_per_iteration / wall
+    metrics["steps_per_second"] = steps / wall
     metrics = {key: (None if isinstance(v, float) and not math.isfinite(v) else v) for key, v in metrics.items()}
     save(k, metrics, k % snapshot_every == 0 or k == iterations)
-    prog = Progress(k, iterations, k * steps_per_iteration, wall, steps_per_iteration / wall, metrics)
+    total = int(metrics.get("env_steps_total") or k * steps_per_iteration)  # set by save() where it counts them
+    prog = Progress(k, iterations, total, wall, steps / wall, metrics)
     if on_iteration is not None:
         on_iteration(prog)
     return prog

@@ -171,6 +171,13 @@ def run_generations(session: Session, run_id: int) -> dict[int, dict[int, int]]:
     return out
 
 
+def last_env_steps(session: Session, run_id: int) -> int:
+    """Env steps a training run has simulated up to its last stored iteration (0 before any)."""
+    steps = session.scalar(select(Iteration.env_steps).where(Iteration.run_id == run_id)
+                           .order_by(Iteration.iteration.desc()).limit(1))
+    return int(steps or 0)
+
+
 def list_runs(session: Session, limit: int = 50) -> list[dict]:
     out = []
     for r in session.scalars(select(Run).order_by(Run.id.desc()).limit(limit)):
