@@ -116,14 +116,17 @@ def pair_index(pair) -> int:
     return PAIRS.index(p)
 
 
-def scene_xml(physics: str = "fast") -> str:
+def scene_xml(physics: str = "fast", body: str = BODY) -> str:
+    """The flat-ground scene with one creature: ``body`` (default the Bug; any of
+    :data:`bodies.BODIES`, e.g. "ant" for the locomotion-direction benchmark), names prefixed
+    ``{body}/``, torso at (0, 0, ``START_Z``)."""
     if physics not in PHYSICS_MODES:
         raise ValueError(f"unknown physics mode {physics!r}; expected one of {tuple(PHYSICS_MODES)}")
-    spec = body_spec(BODY)
-    body, acts = agent_xml(spec, PREFIX, (0.0, 0.0, START_Z), contype=2, conaffinity=1,
-                           rgba="0.85 0.6 0.25 1")
+    spec = body_spec(body)
+    creature, acts = agent_xml(spec, f"{body}/", (0.0, 0.0, START_Z), contype=2, conaffinity=1,
+                               rgba="0.85 0.6 0.25 1")
     fr = " ".join(f"{v:g}" for v in ARENA_FRICTION)
-    return f"""<mujoco model="locomotion_bug">
+    return f"""<mujoco model="locomotion_{body}">
 <compiler angle="degree" inertiafromgeom="true" autolimits="true"/>
 <option timestep="{TIMESTEP:g}" integrator="{PHYSICS_MODES[physics]}"/>
 <default>
@@ -134,7 +137,7 @@ def scene_xml(physics: str = "fast") -> str:
 <light name="sun" pos="0 0 6" dir="0 0 -1" directional="true"/>
 <geom name="floor" type="plane" pos="0 0 0" size="100 100 0.1" rgba="0.3 0.35 0.4 1"
       friction="{fr}" contype="1" conaffinity="1"/>
-{body}
+{creature}
 </worldbody>
 <actuator>
 {acts}
@@ -143,8 +146,8 @@ def scene_xml(physics: str = "fast") -> str:
 """
 
 
-def build_model(physics: str = "fast") -> mujoco.MjModel:
-    return mujoco.MjModel.from_xml_string(scene_xml(physics))
+def build_model(physics: str = "fast", body: str = BODY) -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_string(scene_xml(physics, body))
 
 
 class LocomotionEnv:

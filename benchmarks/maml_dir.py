@@ -1,0 +1,298 @@
+"""Locomotion with a goal direction (Finn et al. 2017, MAML, Sec. 5.3: "ant, forward/backward"),
+on this project's Ant, scaled to a 2-core machine.
+
+The task family (:class:`AntDirection`): the RoboSumo Ant (``bodies.body_spec("ant")``) alone on
+flat ground, the scene of the nonstationary-locomotion task (:func:`sumo_cli.sim.locomotion.scene_xml`
+with ``body="ant"``: same floor, friction, 0.05 s env step, torque actuators with gear 150). A task
+is a direction ``d`` in {+1, -1} along the world x axis, each with probability 1/2 (MAML: forward
+or backward). Reward per env step = ``d * (x_after - x_before) / DT - CTRL_COST * sum(a^2)``
+(``a`` the clipped action), the locomotion task's reward with the direction as the task. The
+policy observes the Ant's qpos and qvel (29 numbers), never ``d``: it must find the direction from
+the rewards of its adaptation episodes.
+
+Differences from MAML's Ant (rllab ``AntEnvRandDirec``), said here so the numbers are read right:
+the body is RoboSumo's Ant (diagonal legs, torque gear 150), not gym's; no contact cost and no
+survival bonus (the locomotion task has neither); the horizon is ``HORIZON`` = 50 env steps
+(2.5 s) instead of MAML's 200 (four times fewer physics steps per episode: the only way 3 seeds fit
+on one core in half an hour). The published returns are therefore on a different scale; what is
+compared is the shape: the gain from step 0 to step 1 and whether steps 2-3 hold it.
+
+``python -m benchmarks.maml_dir --seeds 3`` meta-trains the default configuration (the one
+:func:`benchmarks.maml_nav.config` uses: :class:`~sumo_cli.learn.meta.MetaConfig` with MAML-style
+steps on fresh episodes), pre-trains a PPO policy on the same number of env steps (every episode
+a new direction), then plays fresh tasks with
+
+* ``meta``: theta* and its learnt step sizes, 3 consecutive steps (:func:`tasks.adaptation_curve`);
+* ``pretrained_ft_<alpha>``: the PPO policy, the same policy-gradient steps with fixed step sizes;
+* ``random_ft_<alpha>``: freshly initialised parameters, the same steps.
+
+Printed: mean return per episode after 0..3 steps, 95% t-intervals over the training seeds, next to
+the published numbers (approximate read-offs of Finn et al. 2017, Fig. 5; see ``PUBLISHED``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+import mujoco
+import numpy as np
+import torch
+
+from sumo_cli.learn import meta as ML
+from sumo_cli.learn import meta_train as MT
+from sumo_cli.learn import ppo as PPO
+from sumo_cli.learn import tasks as TK
+from sumo_cli.learn.vec_env import StepOut
+from sumo_cli.nets import policy as P
+from sumo_cli.sim import locomotion as LOC
+
+BODY = "ant"  # MAML's "ant, forward/backward"; the Bug would be the fallback (the scene takes any body)
+HORIZON = 50  # env steps per episode (2.5 s); MAML: 200. Shortened for one core, see the docstring
+CTRL_COST = LOC.CTRL_COST  # 0.01, the locomotion task's; rllab's Ant uses 0.5 * 1e-2 on its own action scale
+AXIS = np.array([1.0, 0.0])  # the rewarded axis in the ground plane (MAML: the x axis)
+STEPS = 3  # adaptation steps evaluated (MAML's Fig. 5: 0..3)
+EVAL_TASKS = 10  # tasks per evaluation seed (5 of each direction in expectation)
+EVAL_EPISODES = 10  # episodes per task and step (MAML's fast batch: 20; halved for one core)
+EVAL_SEEDS = 2  # evaluation seeds per training seed
+
+# Finn et al. 2017, Fig. 5, approximate read-offs (average return after 0, 1, 2, 3 gradient steps;
+# horizon 200, MAML's reward with survival bonus and contact cost). Sources: the figure itself
+# (arXiv 1703.03400, Fig. 5) as transcribed in public figure descriptions; the values are rough
+# (+-10% of the axis), and only those the transcriptions agree on are given, None where not.
+PUBLISHED = {
+    "ant fwd/bwd, MAML": (0.0, None, None, None),  # axis up to ~500; MAML starts near 0 and rises sharply at step 1
+    "half-cheetah fwd/bwd, MAML": (0.0, 300.0, 320.0, 320.0),
+    "half-cheetah fwd/bwd, pretrained": (0.0, None, None, 50.0),
+    "half-cheetah fwd/bwd, oracle": (400.0, 400.0, 400.0, 400.0),
+}
+_BAD = LOC._BAD_WARNINGS
+
+
+class AntDirection:
+    """``num_groups * group_size`` Ant envs; group ``g`` plays the direction ``tasks[g]``. The
+    :class:`~sumo_cli.learn.meta_train.TaskChainEnv` contract of a task *distribution* (as
+    :class:`sumo_cli.learn.tasks.TaskFamily`): ``sample_tasks`` draws a direction per group,
+    ``next_task`` starts fresh episodes of the same directions. With ``resample_every_episode``
+    every episode of every env gets a fresh direction (the stream PPO pre-trains on). The horizon
+    ends an episode as a termination (the finite-horizon return is the objective, as in TaskFamily).
+    Physics that blows up (MuJoCo's bad-state reset, non-finite state) earns no velocity reward
+    that step and restarts from a fresh pose; the clock runs on (``unstable_count`` counts them)."""
+
+    obs_dim = 15 + 14  # Ant qpos (torso xyz, quaternion, 8 joints) + qvel (6 + 8)
+    act_dim = 8
+    horizon = HORIZON
+
+    def __init__(self, num_groups: int, group_size: int, seed: int = 0, resample_every_episode: bool = False,
+                 physics: str = "fast", horizon: int | None = None):
+        self.num_groups, self.group_size = int(num_groups), int(group_size)
+        self.num_envs = n = self.num_groups * self.group_size
+        if horizon is not None:
+            self.horizon = int(horizon)
+        self.resample = bool(resample_every_episode)
+        self.model = m = LOC.build_model(physics, BODY)
+        assert (m.nq + m.nv, m.nu) == (self.obs_dim, self.act_dim)
+        self.nq = m.nq
+        self.data = [mujoco.MjData(m) for _ in range(n)]
+        self.state = np.zeros((n, self.obs_dim))
+        self.t = np.zeros(n, dtype=np.int64)
+        self.unstable_count = 0
+        self.rng = np.random.default_rng(seed)
+        self.tasks = self.draw(self.num_groups)
+        self.env_tasks = np.repeat(self.tasks, self.group_size)
+
+    def draw(self, n: int) -> np.ndarray:
+        return self.rng.choice(np.array([-1.0, 1.0]), size=n)
+
+    # --- physics --------------------------------------------------------------------------------
+    def _reset_one(self, i: int) -> None:
+        m, d = self.model, self.data[i]
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = m.qpos0
+        d.qpos[:3] = (0.0, 0.0, LOC.START_Z)
+        d.qpos[3:7] = (1.0, 0.0, 0.0, 0.0)
+        d.qpos[7:] += self.rng.uniform(-LOC.QPOS_NOISE, LOC.QPOS_NOISE, self.nq - 7)
+        d.qvel[:] = self.rng.normal(0.0, LOC.QVEL_NOISE, m.nv)
+        mujoco.mj_forward(m, d)
+        self.state[i, :self.nq], self.state[i, self.nq:] = d.qpos, d.qvel
+        self.t[i] = 0
+
+    def _restart(self) -> np.ndarray:
+        self.env_tasks = np.repeat(self.tasks, self.group_size)
+        for i in range(self.num_envs):
+            self._reset_one(i)
+        return self.state.astype(np.float32)
+
+    # --- the TaskChainEnv contract ----------------------------------------------------------------
+    def sample_tasks(self, seed: int | None = None) -> np.ndarray:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.tasks = self.draw(self.num_groups)
+        return self._restart()
+
+    def next_task(self) -> np.ndarray:
+        return self._restart()
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        return self.sample_tasks(seed)
+
+    def step(self, actions: np.ndarray) -> StepOut:
+        n, m = self.num_envs, self.model
+        a = np.clip(np.nan_to_num(np.asarray(actions, dtype=np.float64).reshape(n, self.act_dim)), -1.0, 1.0)
+        x0 = self.state[:, :2] @ AXIS
+        bad = np.zeros(n, dtype=bool)
+        for i, d in enumerate(self.data):
+            d.ctrl[:] = a[i]
+            w0 = int(d.warning.number[_BAD].sum())
+            mujoco.mj_step(m, d, LOC.FRAME_SKIP)
+            self.state[i, :self.nq], self.state[i, self.nq:] = d.qpos, d.qvel
+            bad[i] = int(d.warning.number[_BAD].sum()) != w0
+        bad |= ~np.isfinite(self.state).all(1)
+        self.unstable_count += int(bad.sum())
+        x1 = np.where(bad, x0, np.nan_to_num(self.state[:, :2] @ AXIS))
+        reward = self.env_tasks * (x1 - x0) / LOC.DT - CTRL_COST * np.sum(a * a, axis=1)
+        self.t += 1
+        ended = self.t >= self.horizon
+        for i in np.flatnonzero(bad & ~ended):  # restart the body; the episode's clock runs on
+            t = self.t[i]
+            self._reset_one(int(i))
+            self.t[i] = t
+        final_obs = np.nan_to_num(self.state).astype(np.float32)
+        obs = final_obs
+        if ended.any():
+            idx = np.flatnonzero(ended)
+            if self.resample:
+                self.env_tasks[idx] = self.draw(len(idx))
+            for i in idx:
+                self._reset_one(int(i))
+            obs = self.state.astype(np.float32)
+        return StepOut(obs, reward.astype(np.float32), ended, np.zeros(n, dtype=bool), final_obs,
+                       {"direction": self.env_tasks.copy()})
+
+
+# ----------------------------------------------------------------------------------------------
+# the experiment
+
+
+def config(**kw) -> ML.MetaConfig:
+    """The configuration 2D navigation uses (benchmarks.maml_nav.config): the default MetaConfig
+    with MAML-style steps, each on fresh episodes of the policy it starts from."""
+    from benchmarks.maml_nav import config as nav_config
+
+    return nav_config(**kw)
+
+
+def curve(spec, theta, log_alpha, cfg, stats, seed: int, tasks: int = EVAL_TASKS, episodes: int = EVAL_EPISODES,
+          seeds: int = EVAL_SEEDS) -> list[float]:
+    """Mean return per episode after 0..STEPS steps over ``seeds`` x ``tasks`` fresh tasks."""
+    runs = [TK.adaptation_curve(AntDirection(tasks, episodes, seed=seed + e), spec, theta, log_alpha, cfg,
+                                steps=STEPS, seed=seed + e, stats=stats) for e in range(seeds)]
+    return np.concatenate(runs, axis=1).mean(1).tolist()
+
+
+def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
+             eval_tasks: int = EVAL_TASKS, eval_episodes: int = EVAL_EPISODES, log=print, **cfg_kw) -> dict:
+    """One training seed: meta-training, PPO on the same env steps, then every curve.
+    ``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
+    torch.set_num_threads(1)
+    cfg = config(**cfg_kw)
+    spec = P.PolicySpec("mlp", AntDirection.obs_dim, AntDirection.act_dim, hidden=hidden)
+    H = AntDirection.horizon
+    out: dict = {"seed": seed, "iters": iters, "tasks": tasks, "episodes": episodes, "horizon": H}
+    t0 = time.perf_counter()
+
+    def progress(it, info, res):
+        out.setdefault("step_returns", []).append([round(float(x), 2) for x in info["step_returns"]])
+        out.setdefault("alpha_curve", []).append(ML.alpha_metrics(info["alpha"]))
+        if it % 5 == 0 or it == iters - 1:
+            log(f"seed {seed} meta it {it}: returns by step {np.round(info['step_returns'], 1).tolist()} "
+                f"({time.perf_counter() - t0:.0f} s)")
+
+    menv = AntDirection(tasks, episodes, seed=seed)
+    res = MT.meta_train(menv, spec, cfg, iters, seed, steps_pre=H, steps_post=H, normalize_obs=False,
+                        callback=progress)
+    out["meta_train_s"] = time.perf_counter() - t0
+    out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
+    ev = 10_000 + 101 * seed
+    t1 = time.perf_counter()
+    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, eval_tasks, eval_episodes)
+    out["eval_curve_s"] = time.perf_counter() - t1
+    # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
+    env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
+    pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
+    penv = AntDirection(tasks, episodes, seed=seed, resample_every_episode=True)
+    t0 = time.perf_counter()
+    pres = PPO.train_ppo(penv, spec, pcfg, env_steps // (penv.num_envs * H), seed)
+    out["ppo_train_s"] = time.perf_counter() - t0
+    out["env_steps"] = env_steps
+    out["unstable"] = menv.unstable_count + penv.unstable_count
+    pth = {k: v.detach() for k, v in pres.params.items()}
+    model = ML.GaussianModel(spec)
+    init = P.init_params(spec, torch.Generator().manual_seed(seed))
+    for a in ft_alphas:
+        fixed = torch.full((cfg.num_steps, len(model.param_shapes())), math.log(a))
+        out[f"pretrained_ft_{a:g}"] = curve(spec, pth, fixed, cfg, pres.obs_norm.stats, ev, eval_tasks, eval_episodes)
+        out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes)
+    log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
+    return out
+
+
+def interval(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over rows and the half-width of its 95% t-interval (0 with one row)."""
+    from scipy import stats as sst
+
+    n = len(a)
+    m = a.mean(0)
+    h = sst.t.ppf(0.975, n - 1) * a.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(m)
+    return m, h
+
+
+def summarise(results: list[dict]) -> str:
+    keys = ["meta"] + sorted(k for k in results[0] if k.startswith(("pretrained_ft_", "random_ft_")))
+    lines = [f"{'':44s}" + "".join(f"{'after ' + str(m) + ' steps':>18s}" for m in range(STEPS + 1))]
+    for k in keys:
+        m, h = interval(np.array([r[k] for r in results]))
+        lines.append(f"{k:44s}" + "".join(f"{mi:10.1f} +-{hi:5.1f}" for mi, hi in zip(m, h)))
+    for k, v in PUBLISHED.items():
+        lines.append(f"{'published ' + k:44s}" + "".join(f"{'' if x is None else f'{x:.0f}':>18s}" for x in v))
+    # learning during meta-training: the training batches' returns by step, first and last 5 iterations
+    for r in results:
+        sr = np.array(r.get("step_returns", []))
+        if len(sr) >= 10:
+            lines.append(f"seed {r['seed']} meta-training returns by step, iterations 0-4: "
+                         f"{np.round(sr[:5].mean(0), 1).tolist()}, last 5: {np.round(sr[-5:].mean(0), 1).tolist()}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--iters", type=int, default=40, help="meta-iterations per seed")
+    ap.add_argument("--tasks", type=int, default=10, help="tasks (directions) per meta-iteration")
+    ap.add_argument("--episodes", type=int, default=10, help="episodes per task and step")
+    ap.add_argument("--eval-tasks", type=int, default=EVAL_TASKS)
+    ap.add_argument("--eval-episodes", type=int, default=EVAL_EPISODES)
+    ap.add_argument("--json", help="also write the per-seed results here (rewritten after every seed)")
+    ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    if args.summarise:
+        results = [r for path in args.summarise for r in json.load(open(path))]
+    else:
+        results = []
+        for s in range(args.first_seed, args.first_seed + args.seeds):
+            results.append(run_seed(s, args.iters, args.tasks, args.episodes, eval_tasks=args.eval_tasks,
+                                    eval_episodes=args.eval_episodes))
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(results, f)
+    print(f"mean return per episode (horizon {AntDirection.horizon}) after 0..3 steps, 95% interval over training seeds")
+    print(summarise(results))
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
