@@ -136,12 +136,14 @@ class MetaConfig:
     # from theta on the episodes the adapted phi_{r-1} collected, importance-weighted against it (Eq. 7), so
     # the meta-update is trained on the data it meets at execution (needs inner_data="reuse")
     # --- outer loop (PPO on the post-adaptation trajectories) ---
-    lr: float = 1e-3  # paper: 3e-4 (Adam) for theta; 1e-3 learnt ~1.5x faster on 2D navigation (benchmarks/)
-    lr_alpha: float = 0.01  # paper: 3e-4 for alpha. Applied to log alpha, Adam moves it by up to lr_alpha per outer
-    # epoch (4 per iteration), so alpha can change by a factor of e in ~25 iterations (on 2D navigation several
-    # tripled to 10-fold within 100); at the paper's rate alpha moves by ~30% in 1,000 iterations. At 0.03 two
-    # 2D-navigation runs diverged (theta's own return from -44 to -650 within 20 iterations; without the clip an
-    # alpha reached 100)
+    lr: float = 3e-4  # paper: 3e-4 (Adam) for theta. 1e-3 learnt faster on 2D navigation for ~100 iterations,
+    # then broke in longer runs (README: meta-learning benchmarks)
+    lr_alpha: float = 0.003  # paper: 3e-4 for alpha. Applied to log alpha, Adam moves it by up to lr_alpha per
+    # outer epoch (4 per iteration), so alpha can change by a factor of e in ~80 iterations; at the paper's rate
+    # alpha moves by ~30% in 1,000 iterations. At 0.01, 5 of 6 longer or larger 2D-navigation runs broke after
+    # 45-110 iterations with single step sizes grown to 50-190; at 0.003 (with lr 3e-4) 3 of 3 seeds held over
+    # 150 iterations, none above 1.6, and their first step gained 79% of MAML's (README). At 0.03 two runs
+    # diverged within 20 iterations
     gamma: float = 0.995  # paper: GAE gamma
     lam: float = 0.95  # paper: GAE lambda
     ppo_clip: float = 0.2  # paper: PPO clip 0.2, no KL penalty
