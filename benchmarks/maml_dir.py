@@ -58,15 +58,15 @@ EVAL_TASKS = 10  # tasks per evaluation seed (5 of each direction in expectation
 EVAL_EPISODES = 10  # episodes per task and step (MAML's fast batch: 20; halved for one core)
 EVAL_SEEDS = 2  # evaluation seeds per training seed
 
-# Finn et al. 2017, Fig. 5, approximate read-offs (average return after 0, 1, 2, 3 gradient steps;
-# horizon 200, MAML's reward with survival bonus and contact cost). Sources: the figure itself
-# (arXiv 1703.03400, Fig. 5) as transcribed in public figure descriptions; the values are rough
-# (+-10% of the axis), and only those the transcriptions agree on are given, None where not.
+# Finn et al. 2017 (arXiv 1703.03400), Fig. 5: average return after 0, 1, 2, 3 gradient steps (horizon 200,
+# MAML's reward with survival bonus and contact cost). Approximate read-offs, not from the figure itself but from
+# public machine transcriptions of it, which disagree by up to ~100: only what they agree on is given (ranges
+# where they differ, "" where no value could be read; the ant's curve after step 0 was cut off in every source).
 PUBLISHED = {
-    "ant fwd/bwd, MAML": (0.0, None, None, None),  # axis up to ~500; MAML starts near 0 and rises sharply at step 1
-    "half-cheetah fwd/bwd, MAML": (0.0, 300.0, 320.0, 320.0),
-    "half-cheetah fwd/bwd, pretrained": (0.0, None, None, 50.0),
-    "half-cheetah fwd/bwd, oracle": (400.0, 400.0, 400.0, 400.0),
+    "ant fwd/bwd, MAML": ("~0", "", "", ""),  # y axis up to ~500-550; MAML's curve rises after step 0
+    "half-cheetah fwd/bwd, MAML": ("~0", "~300", "300-400", "300-400"),
+    "half-cheetah fwd/bwd, pretrained": ("~0", "", "", "-20 to 50"),
+    "half-cheetah fwd/bwd, oracle": ("~400", "~400", "~400", "~400"),
 }
 _BAD = LOC._BAD_WARNINGS
 
@@ -256,7 +256,7 @@ def summarise(results: list[dict]) -> str:
         m, h = interval(np.array([r[k] for r in results]))
         lines.append(f"{k:44s}" + "".join(f"{mi:10.1f} +-{hi:5.1f}" for mi, hi in zip(m, h)))
     for k, v in PUBLISHED.items():
-        lines.append(f"{'published ' + k:44s}" + "".join(f"{'' if x is None else f'{x:.0f}':>18s}" for x in v))
+        lines.append(f"{'published ' + k:44s}" + "".join(f"{x:>18s}" for x in v))
     # learning during meta-training: the training batches' returns by step, first and last 5 iterations
     for r in results:
         sr = np.array(r.get("step_returns", []))
