@@ -133,16 +133,21 @@ def test_ctrl_c_during_long_games_exits_130_at_once(db_copy, tmp_path, command, 
     assert processes.wait_gone(family, timeout=10) == []
 
 
-@pytest.mark.parametrize("command", ["tournament", "evolve"])
-def test_printed_resume_command_runs_as_printed(db_copy, tmp_path, command):
-    proc = _start(db_copy, tmp_path, *SHORT[command])
+def _interrupt_once_games_are_stored(proc: subprocess.Popen, db: Path, games: int = 3) -> str:
+    """Ctrl-C once ``games`` games are stored; the driver's stderr, after checking it exited 130."""
     deadline = time.time() + 300
-    while _stored_games(db_copy) < 3 and time.time() < deadline:
+    while _stored_games(db) < games and time.time() < deadline:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
+    return err
+
+
+@pytest.mark.parametrize("command", ["tournament", "evolve"])
+def test_printed_resume_command_runs_as_printed(db_copy, tmp_path, command):
+    err = _interrupt_once_games_are_stored(_start(db_copy, tmp_path, *SHORT[command]), db_copy)
     hint = " ".join(err.split()).split("Resume with: ", 1)[1].strip()
     stored = _stored_games(db_copy)
     assert stored >= 3
@@ -197,14 +202,7 @@ def test_nothing_is_printed_after_the_resume_command(db_copy, tmp_path, monkeypa
     site.mkdir()
     (site / "sitecustomize.py").write_text(_SLOW_SEMAPHORE_RELEASE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
-    proc = _start(db_copy, tmp_path, *SHORT["tournament"])
-    deadline = time.time() + 300
-    while _stored_games(db_copy) < 3 and time.time() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    err = _interrupt_once_games_are_stored(_start(db_copy, tmp_path, *SHORT["tournament"]), db_copy)
     # communicate() returned once the resource tracker, which shares the driver's stderr, ended too
     hint = " ".join(err.split()).split("Resume with: ", 1)[1]
     assert re.fullmatch(r"sumo --db '[^']+' tournament --resume \d+", hint), err
