@@ -41,6 +41,7 @@ import mujoco
 import numpy as np
 import torch
 
+from benchmarks.maml_nav import config, interval
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import meta_train as MT
 from sumo_cli.learn import ppo as PPO
@@ -108,14 +109,8 @@ class AntDirection:
 
     # --- physics --------------------------------------------------------------------------------
     def _reset_one(self, i: int) -> None:
-        m, d = self.model, self.data[i]
-        mujoco.mj_resetData(m, d)
-        d.qpos[:] = m.qpos0
-        d.qpos[:3] = (0.0, 0.0, LOC.START_Z)
-        d.qpos[3:7] = (1.0, 0.0, 0.0, 0.0)
-        d.qpos[7:] += self.rng.uniform(-LOC.QPOS_NOISE, LOC.QPOS_NOISE, self.nq - 7)
-        d.qvel[:] = self.rng.normal(0.0, LOC.QVEL_NOISE, m.nv)
-        mujoco.mj_forward(m, d)
+        d = self.data[i]
+        LOC.reset_pose(self.model, d, self.rng)
         self.state[i, :self.nq], self.state[i, self.nq:] = d.qpos, d.qvel
         self.t[i] = 0
 
@@ -176,14 +171,6 @@ class AntDirection:
 # the experiment
 
 
-def config(**kw) -> ML.MetaConfig:
-    """The configuration 2D navigation uses (benchmarks.maml_nav.config): the default MetaConfig
-    with MAML-style steps, each on fresh episodes of the policy it starts from."""
-    from benchmarks.maml_nav import config as nav_config
-
-    return nav_config(**kw)
-
-
 def curve(spec, theta, log_alpha, cfg, stats, seed: int, tasks: int = EVAL_TASKS, episodes: int = EVAL_EPISODES,
           seeds: int = EVAL_SEEDS) -> list[float]:
     """Mean return per episode after 0..STEPS steps over ``seeds`` x ``tasks`` fresh tasks."""
@@ -237,16 +224,6 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes)
     log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
     return out
-
-
-def interval(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over rows and the half-width of its 95% t-interval (0 with one row)."""
-    from scipy import stats as sst
-
-    n = len(a)
-    m = a.mean(0)
-    h = sst.t.ppf(0.975, n - 1) * a.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(m)
-    return m, h
 
 
 def summarise(results: list[dict]) -> str:

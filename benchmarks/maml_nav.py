@@ -131,16 +131,21 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     return out
 
 
-def summarise(results: list[dict]) -> str:
+def interval(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over rows (training seeds) and the half-width of its 95% t-interval (0 with one row)."""
     from scipy import stats as sst
 
+    n = len(a)
+    m = a.mean(0)
+    h = sst.t.ppf(0.975, n - 1) * a.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(m)
+    return m, h
+
+
+def summarise(results: list[dict]) -> str:
     keys = ["meta"] + sorted(k for k in results[0] if k.startswith(("pretrained_ft_", "random_ft_")))
-    n = len(results)
     lines = [f"{'':24s}" + "".join(f"{'after ' + str(m) + ' steps':>18s}" for m in range(STEPS + 1))]
     for k in keys:
-        a = np.array([r[k] for r in results])
-        m = a.mean(0)
-        h = sst.t.ppf(0.975, n - 1) * a.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(m)
+        m, h = interval(np.array([r[k] for r in results]))
         lines.append(f"{k:24s}" + "".join(f"{mi:10.1f} +-{hi:5.1f}" for mi, hi in zip(m, h)))
     for k, v in PUBLISHED.items():
         lines.append(f"{'published ' + k:24s}" + "".join(f"{'' if x is None else f'{x:.0f}':>18s}" for x in v))
@@ -148,14 +153,9 @@ def summarise(results: list[dict]) -> str:
 
 
 def summarise_rounds(results: list[dict]) -> str:
-    from scipy import stats as sst
-
-    n = len(results)
     lines = []
     for k in ("rounds_continue", "rounds_paper_alg2"):
-        a = np.array([r[k] for r in results])
-        m = a.mean(0)
-        h = sst.t.ppf(0.975, n - 1) * a.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(m)
+        m, h = interval(np.array([r[k] for r in results]))
         lines.append(f"{k:24s}" + "".join(f"{mi:8.1f} +-{hi:4.1f}" for mi, hi in zip(m, h)))
     ess = [r["round2_ess"] for r in results if "round2_ess" in r]
     if ess:

@@ -190,7 +190,7 @@ class DbTrainStore:
     def save_iteration(self, k: int, learner: SP.Learner, metrics: dict, snapshot: bool) -> None:
         cfg = self.cfg
         summary = {key: metrics.get(key) for key in ("win_rate", "mean_return", "episodes", "alpha")}
-        self.env_steps += int(metrics.get("iteration_env_steps") or cfg.steps_per_iteration)
+        self.env_steps += SP.iteration_env_steps(metrics, cfg.steps_per_iteration)
         metrics["env_steps_total"] = self.env_steps
         version_file, digest = commit_iteration(
             self.db, self.run_id, self.agent_name, k, learner, metrics, snapshot, body=cfg.body,
@@ -339,7 +339,7 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
 
     drive(db, run_id, cfg.iterations, lambda: SP.train(cfg, learner, store, executor, start=start, on_iteration=report))
     wall = time.perf_counter() - t0
-    steps = sum(p.steps_per_second * p.wall_seconds for p in history)
+    steps = sum(SP.iteration_env_steps(p.metrics, cfg.steps_per_iteration) for p in history)
     last = history[-1].metrics if history else {}
     return {
         "run_id": run_id, "agent": agent_name, "body": cfg.body, "arch": cfg.arch, "strategy": cfg.strategy,

@@ -194,8 +194,9 @@ class MetaSelfPlayLearner:
                           alpha=ctx.alpha, start=job.start, features=cfg.features)
         gen = torch.Generator().manual_seed(SP.derive_seed(cfg.seed, k, _META_SEED))
         stats = {key: v.clone() for key, v in nz.to_torch(self.obs_stats).items()}
-        theta_before = {key: v.detach().clone() for key, v in self.learner.params()[0].items()}
         heldout: dict = {}
+        if measures_heldout(k):  # theta as phi was adapted from, before the update changes it
+            theta_before = {key: v.detach().clone() for key, v in self.learner.params()[0].items()}
         try:
             info, rollouts = meta_iteration(env, self.spec, self.learner, stats, cfg.num_steps, cfg.num_steps,
                                             SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen)

@@ -626,13 +626,19 @@ class Progress:
     metrics: dict
 
 
+def iteration_env_steps(metrics: dict, steps_per_iteration: int) -> int:
+    """Env steps iteration's ``metrics`` simulated: what its learner reported (a meta-iteration
+    simulates several phases), else the configured batch."""
+    return int(metrics.get("iteration_env_steps") or steps_per_iteration)
+
+
 def finish_iteration(k: int, iterations: int, steps_per_iteration: int, snapshot_every: int, wall: float,
                      metrics: dict, save: Callable[[int, dict, bool], None],
                      on_iteration: Callable[[Progress], None] | None) -> Progress:
     """The end of iteration k, shared by the training loops: time the metrics (non-finite values
     stored as None), save (a snapshot every ``snapshot_every`` iterations and after the last),
     report."""
-    steps = int(metrics.get("iteration_env_steps") or steps_per_iteration)  # learners that simulate more say so
+    steps = iteration_env_steps(metrics, steps_per_iteration)
     metrics["wall_seconds"] = wall
     metrics["steps_per_second"] = steps / wall
     metrics = {key: (None if isinstance(v, float) and not math.isfinite(v) else v) for key, v in metrics.items()}

@@ -150,6 +150,19 @@ def build_model(physics: str = "fast", body: str = BODY) -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_string(scene_xml(physics, body))
 
 
+def reset_pose(model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
+    """The reset of the module notes: torso at (0, 0, START_Z) upright, joints ``U(-QPOS_NOISE,
+    QPOS_NOISE)`` around the model's pose, velocities ``N(0, QVEL_NOISE^2)``; forward kinematics run."""
+    mujoco.mj_resetData(model, data)
+    qpos = model.qpos0.copy()
+    qpos[:3] = (0.0, 0.0, START_Z)
+    qpos[3:7] = (1.0, 0.0, 0.0, 0.0)
+    qpos[7:] += rng.uniform(-QPOS_NOISE, QPOS_NOISE, model.nq - 7)
+    data.qpos[:] = qpos
+    data.qvel[:] = rng.normal(0.0, QVEL_NOISE, model.nv)
+    mujoco.mj_forward(model, data)
+
+
 class LocomotionEnv:
     """N nonstationary-locomotion envs stepped together (a VecEnv).
 
@@ -246,15 +259,8 @@ class LocomotionEnv:
                      for c in np.random.SeedSequence(seed).spawn(self.num_envs)]
 
     def _reset_one(self, i: int) -> None:
-        m, d, rng = self.model, self.data[i], self.rngs[i]
-        mujoco.mj_resetData(m, d)
-        qpos = m.qpos0.copy()
-        qpos[:3] = (0.0, 0.0, START_Z)
-        qpos[3:7] = (1.0, 0.0, 0.0, 0.0)
-        qpos[7:] += rng.uniform(-QPOS_NOISE, QPOS_NOISE, self.nq - 7)
-        d.qpos[:] = qpos
-        d.qvel[:] = rng.normal(0.0, QVEL_NOISE, self.nv)
-        mujoco.mj_forward(m, d)
+        d = self.data[i]
+        reset_pose(self.model, d, self.rngs[i])
         self._state[i, :self.nq] = d.qpos
         self._state[i, self.nq:] = d.qvel
         self.t[i] = 0
