@@ -354,7 +354,6 @@ def forward_sequence(
     if state0 is None:
         raise ValueError("state0 is None: pass initial_state(spec, batch_shape) (None would silently zero it)")
     _check_input(spec, obs_z_seq)
-    T = obs_z_seq.shape[0]
     if spec.arch == "mlp":
         agent = params["logstd"].dim() - 1
         if agent == 0:
