@@ -135,3 +135,21 @@ def test_t_half_width():
     x = np.array([1.0, 2.0, 3.0, np.nan])  # mean 2, sd 1, 3 values: t(2) 4.303
     assert t_half_width(x) == pytest.approx(4.303 / math.sqrt(3))
     assert math.isnan(t_half_width(np.array([1.0])))
+
+
+def test_alpha_init_sets_where_the_step_sizes_start(cli, tmp_path):
+    from safetensors.torch import load_file
+
+    from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
+
+    _pretrain(cli)
+    code, _, err = cli("train", *META, "--iterations", "1", "--alpha-init", "0.05")
+    assert code == 0, err
+    theta0 = load_file(str(tmp_path / "db" / "sumo-checkpoints" / "ant-mlp-meta" / "v00000.safetensors"))
+    la = theta0[LOG_ALPHA_KEY]
+    assert torch.allclose(la, torch.full_like(la, math.log(0.05)))
+    assert not torch.allclose(_agent(tmp_path, "ant-mlp-meta@1").meta_params[LOG_ALPHA_KEY], la)  # and they learn
+    code, _, err = cli("train", "--body", "ant", "--alpha-init", "0.05", *TINY)
+    assert code == 2 and "--alpha-init only applies to --strategy meta" in err
+    code, _, err = cli("train", *META, "--alpha-init", "0", "--name", "zero")
+    assert code == 2 and "alpha-init must be positive" in err

@@ -136,6 +136,11 @@ class TrainConfig(StoredConfig):
     ent_coef: float = 0.0
     reward_scale: float = 0.01  # returns reach +-2000: scaled so the value loss does not swamp the
     # global gradient-norm clip (advantages are standardised anyway)
+    # --- meta-learning (strategy meta) ------------------------------------------------------------
+    alpha_init: float = 0.5  # the learnt step sizes' start (MetaConfig.alpha_init: 0.5, chosen on 2D
+    # navigation from fresh weights). A warm-started learner (--init-from) is already a good policy that one
+    # noisy step of 0.5 per unit-variance advantage can only spoil: from ant-mlp@588 its held-out return
+    # fell after adaptation from the first iteration on (README: Results, meta-learning on RoboSumo)
     # --- snapshots and evaluation ----------------------------------------------------------------
     snapshot_every: int = 1  # the paper snapshots every iteration
     eval_every: int = 0  # evaluate vs a motionless opponent under faithful conditions (0: never)
@@ -191,6 +196,8 @@ class TrainConfig(StoredConfig):
             bad.append(f"anneal-start must be in [0, 1], got {self.anneal_start}")
         if self.lr <= 0 or self.reward_scale <= 0:
             bad.append("lr and reward-scale must be positive")
+        if self.alpha_init <= 0:
+            bad.append(f"alpha-init must be positive, got {self.alpha_init}")
         if self.n_envs < self.rollout_shards:
             bad.append(f"n-envs ({self.n_envs}) must be at least the number of rollout shards ({self.rollout_shards})")
         return bad
