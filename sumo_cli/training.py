@@ -30,6 +30,7 @@ from typing import Callable
 from sumo_cli import __version__, names
 from sumo_cli.errors import UserError
 from sumo_cli.learn import selfplay as SP
+from sumo_cli.learn.kickstart import Teacher
 from sumo_cli.learn.sumo_vec import OpponentPolicy
 from sumo_cli.library import checkpoint_file
 from sumo_cli.nets import normalizer as nz
@@ -100,6 +101,8 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
         raise UserError("--opponents is empty; give agent names, or self for self-play")
     if cfg.init_from:
         cfg.init_from = _check_init_from(db, cfg)
+    if cfg.teacher:
+        cfg.teacher = _check_teacher(db, cfg)
     for path, sha in files:  # a missing or corrupt opponent is refused now, before the run is written
         load_checkpoint(path, sha)
     return agent_name, opponents
@@ -117,6 +120,31 @@ def _check_init_from(db: Database, cfg: SP.TrainConfig) -> str:
                         f"(features {ck.spec.features}, {ck.spec.input_dim} inputs); this run trains a {cfg.body} "
                         f"{want.arch} policy (features {want.features}, {want.input_dim} inputs)")
     return f"{rv.agent_name}@{rv.version}"
+
+
+def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
+    """``cfg.teacher`` pinned to one stored version, once it loads as an MLP policy that observes what
+    the run's policy observes; else a UserError in one sentence."""
+    if cfg.strategy == "meta":
+        raise UserError("--teacher applies to the strategies none, track and rl2, not meta")
+    with db.read() as s:
+        rv = registry.resolve(s, cfg.teacher)
+    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
+    want = SP.policy_spec(cfg)
+    if ck.spec.arch != "mlp":
+        raise UserError(f"--teacher {rv.agent_name}@{rv.version} is a {ck.spec.arch} policy; a teacher must be an MLP")
+    if (ck.spec.obs_dim, ck.spec.act_dim, ck.spec.features) != (want.obs_dim, want.act_dim, want.features):
+        raise UserError(f"--teacher {rv.agent_name}@{rv.version} is a {rv.body} policy with features {ck.spec.features}; "
+                        f"this run's {cfg.body} policy has features {want.features}")
+    return f"{rv.agent_name}@{rv.version}"
+
+
+def load_teacher(db: Database, ref: str) -> Teacher:
+    """The stored version ``ref`` as a :class:`~sumo_cli.learn.kickstart.Teacher` (SHA-256 checked)."""
+    with db.read() as s:
+        rv = registry.resolve(s, ref)
+    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
+    return Teacher(ck.spec, {k: v.detach() for k, v in ck.params.items()}, ck.obs_stats)
 
 
 def warm_start(db: Database, learner: SP.Learner, ref: str) -> None:
@@ -323,6 +351,8 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
                 warm_start(db, learner, cfg.init_from)
             state = _write_start(db, run_id, cfg, agent_name, learner)
         start = restore_learner(learner, state)
+        if cfg.teacher:
+            learner.teacher = load_teacher(db, cfg.teacher)
         store = DbTrainStore(db, run_id, agent_name, cfg, opponents, state["theta0"])
         with db.write() as s:
             store_runs.set_run_status(s, run_id, "running", done=start)

@@ -19,14 +19,14 @@ _RUN_OPTIONS = {
     "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "push_out_coef": "--push-out-coef", "anneal_start": "--anneal-start", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
     "face_opponent": "--face-opponent", "face_spread_iterations": "--face-spread-iterations", "motionless_iterations": "--motionless-iterations",
     "motionless_fraction": "--motionless-fraction", "lr": "--lr", "init_logstd": "--init-logstd", "epochs": "--epochs", "minibatches": "--minibatches",
-    "ent_coef": "--ent-coef", "reward_scale": "--reward-scale", "alpha_init": "--alpha-init", "snapshot_every": "--snapshot-every",
+    "ent_coef": "--ent-coef", "reward_scale": "--reward-scale", "alpha_init": "--alpha-init", "teacher": "--teacher", "teacher_coef": "--teacher-coef", "teacher_iterations": "--teacher-iterations", "snapshot_every": "--snapshot-every",
     "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
 }
 # Options of sumo training that mean nothing for --env locomotion, and the reverse.
 _SUMO_ONLY = ("recipe", "body", "features", "opponents", "init_from", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
               "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "anneal_start", "start_radius",
               "start_radius_iterations", "face_opponent", "face_spread_iterations", "motionless_iterations", "motionless_fraction",
-              "eval_every", "eval_bouts", "alpha_init")
+              "eval_every", "eval_bouts", "alpha_init", "teacher", "teacher_coef", "teacher_iterations")
 _LOCOMOTION_ONLY = ("horizon", "hidden")
 # option name -> LocoConfig field
 _LOCO_FIELDS = {"envs": "n_envs", "minibatches": "num_minibatches"}
@@ -119,6 +119,9 @@ def train(
     minibatches: Optional[int] = typer.Option(None, "--minibatches", rich_help_panel="PPO and batch", help="Minibatches per epoch (default 8)."),
     ent_coef: Optional[float] = typer.Option(None, "--ent-coef", rich_help_panel="PPO and batch", help="Entropy bonus (default 0)."),
     reward_scale: Optional[float] = typer.Option(None, "--reward-scale", rich_help_panel="Reward shaping", help="Reward factor inside the learner (default 0.01)."),
+    teacher: Optional[str] = typer.Option(None, "--teacher", rich_help_panel="Recipe and agent", help="Kickstarting: imitate this stored MLP policy (name@version, same body and features) while the weight below decays, e.g. ant-mlp@588 teaching an LSTM."),
+    teacher_coef: Optional[float] = typer.Option(None, "--teacher-coef", rich_help_panel="Recipe and agent", help="Kickstarting: weight of KL(teacher || policy) at iteration 1 (default 1)."),
+    teacher_iterations: Optional[int] = typer.Option(None, "--teacher-iterations", rich_help_panel="Recipe and agent", help="Kickstarting: the weight reaches 0 after this many iterations (default 100)."),
     alpha_init: Optional[float] = typer.Option(None, "--alpha-init", rich_help_panel="Meta-learning", help="--strategy meta: the learnt step sizes' initial value (default 0.5; smaller for a warm start with --init-from)."),
     snapshot_every: Optional[int] = typer.Option(None, "--snapshot-every", rich_help_panel="PPO and batch", help="Store a version every this many iterations (default 1, as the paper)."),
     eval_every: Optional[int] = typer.Option(None, "--eval-every", rich_help_panel="Execution", help="Evaluate vs a motionless opponent under faithful conditions every this many iterations (default 0: never)."),

@@ -40,6 +40,7 @@ from torch import Tensor
 
 from sumo_cli.learn.advantages import gae
 from sumo_cli.learn.collect import Carry, collect, net_input, new_carry, _stats_of
+from sumo_cli.learn.kickstart import gaussian_kl
 from sumo_cli.learn.losses import clipped_surrogate, masked_mean, normalise, value_loss
 from sumo_cli.learn.rollout import Rollout
 from sumo_cli.learn.vec_env import VecEnv
@@ -232,11 +233,14 @@ def ppo_update(
     obs_norm,
     cfg: PPOConfig,
     generator: torch.Generator | None = None,
+    teacher: tuple[Tensor, Tensor, float] | None = None,
 ) -> dict[str, float]:
     """One PPO update of ``params`` (leaf tensors with ``requires_grad``, the ones ``optimizer``
     holds) on ``rollout``. Observations are normalised with ``rollout.norm_stats`` (the statistics
     collection used) or, if the rollout has none, with ``obs_norm`` (RunningNormalizer, stats dict
-    or None); neither is changed. ``generator`` shuffles the minibatches.
+    or None); neither is changed. ``generator`` shuffles the minibatches. ``teacher``: (means
+    ``(T, N, A)``, logstd ``(A)``, coefficient) of a policy to imitate (:mod:`kickstart`): the loss
+    gains ``coefficient * KL(teacher || policy)``, averaged over the steps, logged as ``distill_kl``.
 
     Returns mean over minibatch steps of ``policy_loss``, ``value_loss``, ``entropy``,
     ``approx_kl`` (the (r - 1) - log r estimator), ``clip_fraction``, ``grad_norm`` (before
@@ -257,18 +261,22 @@ def ppo_update(
         L = cfg.bptt_len
         mask = _chunk(torch.ones(T, N, dtype=torch.bool), L, False)
         xs, acts, logp_old = _chunk(x, L), _chunk(r.actions.to(dtype), L), _chunk(r.logp.to(dtype), L)
+        t_means = _chunk(teacher[0].to(dtype), L) if teacher else None
         advs, rets, resets = _chunk(adv, L), _chunk(ret, L), _chunk(r.resets, L, False)
         states = _stored_chunk_states(r, L)
         num_samples = mask.shape[1]  # windows
     else:
         xs, acts, logp_old = x.reshape(T * N, -1), r.actions.reshape(T * N, -1).to(dtype), r.logp.reshape(-1).to(dtype)
         advs, rets = adv.reshape(-1), ret.reshape(-1)
+        t_means = teacher[0].to(dtype).reshape(T * N, -1) if teacher else None
         num_samples = T * N
     num_mb = min(cfg.num_minibatches, num_samples)
 
     # d. epochs of minibatch steps
     plist = list(params.values())
     log: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm")}
+    if teacher:
+        log["distill_kl"] = []
     epochs_run = 0
     for epoch in range(cfg.epochs):
         if spec.recurrent and cfg.recompute_chunk_states and epoch > 0:
@@ -278,7 +286,7 @@ def ppo_update(
         for idx in torch.tensor_split(perm, num_mb):
             if spec.recurrent:
                 st = {k: v[idx] for k, v in states.items()}
-                means, values, _ = P.forward_sequence(spec, params, xs[:, idx], st, resets[:, idx])
+                means, values, _ = P.forward_sequence(spec, params, xs[:, idx], st, resets[:, idx], first_order=True)
                 m = mask[:, idx]
                 mb_logp_old, mb_adv, mb_ret, mb_act = logp_old[:, idx], advs[:, idx], rets[:, idx], acts[:, idx]
             else:
@@ -290,6 +298,11 @@ def ppo_update(
             v_loss = value_loss(values, mb_ret, m)
             ent = P.entropy(params["logstd"])
             loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
+            if teacher:
+                mb_t = t_means[:, idx] if spec.recurrent else t_means[idx]
+                distill = masked_mean(gaussian_kl(mb_t, teacher[1].to(dtype), means, params["logstd"]), m)
+                loss = loss + teacher[2] * distill
+                log["distill_kl"].append(float(distill.detach()))
 
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

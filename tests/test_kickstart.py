@@ -1,0 +1,88 @@
+"""Kickstarting (learn.kickstart): the Gaussian KL against torch's, the decaying weight, a PPO
+update that moves the policy toward a teacher, and `sumo train --teacher` end to end (the teacher
+pinned to a version, refused when it cannot teach)."""
+
+import json
+
+import pytest
+import torch
+
+from benchmarks.toy_envs import PendulumVecEnv
+from sumo_cli.learn import collect as C
+from sumo_cli.learn import kickstart as KS
+from sumo_cli.learn.ppo import PPOConfig, make_optimizer, ppo_update
+from sumo_cli.nets import policy as P
+from tests.test_ppo import _gen, _norm_with_data, _randomised
+from tests.test_train import TINY, rows
+
+
+def test_gaussian_kl_is_torchs():
+    g = _gen(0)
+    mt, ms = torch.randn(5, 3, generator=g, dtype=torch.float64), torch.randn(5, 3, generator=g, dtype=torch.float64)
+    lt, ls = torch.randn(3, generator=g, dtype=torch.float64), torch.randn(3, generator=g, dtype=torch.float64)
+    Normal = torch.distributions.Normal
+    want = torch.distributions.kl_divergence(Normal(mt, lt.exp()), Normal(ms, ls.exp())).sum(-1)
+    assert torch.allclose(KS.gaussian_kl(mt, lt, ms, ls), want)
+    assert torch.allclose(KS.gaussian_kl(mt, lt, mt, lt), torch.zeros(5, dtype=torch.float64))
+
+
+def test_coefficient_decays_linearly_to_zero():
+    assert [KS.coefficient(k, 2.0, 4) for k in (1, 2, 3, 4, 5, 9)] == [2.0, 1.5, 1.0, 0.5, 0.0, 0.0]
+    assert KS.coefficient(1, 1.0, 0) == 0.0
+
+
+@pytest.mark.parametrize("arch", ["mlp", "lstm"])
+def test_update_with_a_teacher_moves_the_policy_toward_it(arch):
+    spec = P.PolicySpec(arch, 3, 2, hidden=16)
+    env = PendulumVecEnv(4, max_steps=9)
+    norm = _norm_with_data(3, 2)
+    params = _randomised(spec, 3)
+    ro, _ = C.collect(env, spec, params, norm, 30, C.new_carry(env, spec, seed=0), _gen(0))
+    teacher_means = torch.full((30, 4, 2), 0.8)
+    teacher_logstd = torch.full((2,), -0.5)
+    cfg = PPOConfig(epochs=10, num_minibatches=2, lr=3e-3)
+
+    def kl_after(teacher):
+        p = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+        stats = ppo_update(spec, p, make_optimizer(p, cfg), ro, norm, cfg, _gen(0), teacher)
+        from sumo_cli.learn.ppo import rollout_inputs
+
+        x = rollout_inputs(spec, ro, norm)
+        with torch.no_grad():
+            if spec.recurrent:
+                means = P.forward_sequence(spec, p, x, ro.state0, ro.resets)[0]
+            else:
+                means = P.forward(spec, p, x, {})[0]
+            return float(KS.gaussian_kl(teacher_means, teacher_logstd, means, p["logstd"]).mean()), stats
+
+    plain, stats0 = kl_after(None)
+    taught, stats1 = kl_after((teacher_means, teacher_logstd, 1.0))
+    assert "distill_kl" not in stats0 and stats1["distill_kl"] > 0
+    assert taught < 0.7 * plain
+
+
+def _train(cli, *args):
+    return cli("train", "--body", "ant", *TINY, *args)
+
+
+def test_train_with_a_teacher_pins_it_and_logs_the_distillation(cli, tmp_path):
+    assert _train(cli, "--arch", "mlp", "--iterations", "1")[0] == 0  # ant-mlp@1: the teacher
+    code, out, err = _train(cli, "--arch", "lstm", "--iterations", "2", "--teacher", "ant-mlp",
+                            "--teacher-iterations", "1", "--json")
+    assert code == 0, err
+    run = [r for r in rows(tmp_path)["Run"] if r.id == json.loads(out)["run_id"]][0]
+    assert run.config["train"]["teacher"] == "ant-mlp@1"
+    its = sorted((i for i in rows(tmp_path)["Iteration"] if i.run_id == run.id), key=lambda i: i.iteration)
+    assert its[0].metrics["distill_coef"] == 1.0 and its[0].metrics["distill_kl"] > 0
+    assert "distill_kl" not in its[1].metrics  # the weight reached 0: plain PPO
+
+
+def test_teachers_that_cannot_teach_are_refused(cli):
+    assert _train(cli, "--arch", "lstm", "--iterations", "1")[0] == 0
+    code, _, err = _train(cli, "--arch", "lstm", "--teacher", "ant-lstm", "--name", "b")
+    assert code == 2 and "a teacher must be an MLP" in err
+    assert _train(cli, "--arch", "mlp", "--features", "ego", "--iterations", "1", "--name", "ego-mlp")[0] == 0
+    code, _, err = _train(cli, "--arch", "mlp", "--strategy", "meta", "--teacher", "ego-mlp", "--name", "c")
+    assert code == 2 and "--teacher applies to the strategies none, track and rl2" in err
+    code, _, err = _train(cli, "--arch", "lstm", "--teacher", "ego-mlp", "--name", "d")  # features ego vs none
+    assert code == 2 and "with features ego; this run's ant policy has features none" in err
