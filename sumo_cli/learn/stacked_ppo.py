@@ -34,6 +34,7 @@ from torch import Tensor
 from sumo_cli.learn.ppo import PPOConfig, _chunk, _stored_chunk_states, rollout_inputs, update_targets
 from sumo_cli.learn.rollout import Rollout
 from sumo_cli.nets import policy as P
+from sumo_cli.nets.lstm_bptt import Cell, lstm_unroll
 
 #: Row length (in floats) that every agent's elements are padded to for transcendental functions:
 #: a multiple of two vectors of the widest x86 vector unit (2 x 16 floats with AVX-512).
@@ -126,18 +127,21 @@ def _mlp(params: P.Params, net: str, x: Tensor) -> Tensor:
     return torch.baddbmm(params[f"{net}/out/b"].unsqueeze(1), x, params[f"{net}/out/w"])
 
 
-def _lstm_step(gx: Tensor, h: Tensor, c: Tensor, kh: Tensor, G: int) -> tuple[Tensor, Tensor]:
-    """One step of the zoo's LSTM cell for ``G * n`` stacked cells (``n`` per agent, e.g. the two
-    nets): ``gx`` the input half of the gates with the bias, ``(G * n, B, 4H)``."""
-    H = h.shape[-1]
-    z = torch.baddbmm(gx, h, kh)
-    shift = torch.zeros(4 * H, dtype=z.dtype)
+def _cell(G: int, H: int, dtype: torch.dtype) -> Cell:
+    """The zoo's LSTM cell (elementwise part) for ``G * n`` stacked cells of width ``H`` (``n`` per
+    agent, e.g. the two nets), its transcendental functions taken row-wise: see
+    :data:`sumo_cli.nets.lstm_bptt.Cell`."""
+    shift = torch.zeros(4 * H, dtype=dtype)
     shift[2 * H:3 * H] = P.FORGET_BIAS
-    sig = rowwise(torch.sigmoid, z + shift, G)
-    j = rowwise(torch.tanh, z[..., H:2 * H], G)
-    c = c * sig[..., 2 * H:3 * H] + sig[..., :H] * j
-    h = rowwise(torch.tanh, c, G) * sig[..., 3 * H:]
-    return h, c
+
+    def cell(z: Tensor, c: Tensor):  # noqa: ANN202
+        sig = rowwise(torch.sigmoid, z + shift, G)
+        j = rowwise(torch.tanh, z, G)[..., H:2 * H]  # the whole row: no copy of the strided slice
+        c = c * sig[..., 2 * H:3 * H] + sig[..., :H] * j
+        tc = rowwise(torch.tanh, c, G)
+        return tc * sig[..., 3 * H:], c, (sig[..., :H], j, sig[..., 2 * H:3 * H], sig[..., 3 * H:]), tc
+
+    return cell
 
 
 @torch.no_grad()
@@ -151,19 +155,20 @@ def lstm_states(spec: P.PolicySpec, params: P.Params, x: Tensor, record: dict[in
     h = torch.zeros(G * 2, E, H, dtype=x.dtype)
     c = torch.zeros(G * 2, E, H, dtype=x.dtype)
     out: list[dict] = [{} for _ in range(G)]
+    cell = _cell(G, H, x.dtype)
     for t in range(T):
         for g, slot, col in record.get(t, ()):
             for n, net in enumerate(("pi", "vf")):
                 out[g].setdefault(f"{net}/h", {})[slot] = h[2 * g + n, col].clone()
                 out[g].setdefault(f"{net}/c", {})[slot] = c[2 * g + n, col].clone()
         if t + 1 < T:
-            h, c = _lstm_step(gx[t], h, c, kh, G)
+            h, c, _, _ = cell(torch.baddbmm(gx[:, t], h, kh), c)
     return [{k: [v[i] for i in sorted(v)] for k, v in o.items()} for o in out]
 
 
-def _input_gates(spec: P.PolicySpec, params: P.Params, x: Tensor) -> tuple[tuple[Tensor, ...], Tensor]:
+def _input_gates(spec: P.PolicySpec, params: P.Params, x: Tensor) -> tuple[Tensor, Tensor]:
     """For stacked LSTM nets on ``x`` ``(T, G, B, D)``: the input half of both nets' gates at every
-    step, ``T`` tensors ``(2G, B, 4H)`` (agent g's policy net at row 2g, its value net at 2g + 1), and
+    step, ``(2G, T, B, 4H)`` (agent g's policy net at row 2g, its value net at 2g + 1), and
     the recurrent kernels ``(2G, H, 4H)`` in the same order."""
     T, G, B = x.shape[:3]
     H = spec.hidden
@@ -174,7 +179,7 @@ def _input_gates(spec: P.PolicySpec, params: P.Params, x: Tensor) -> tuple[tuple
         kernel = params[f"{net}/lstm/kernel"]
         gates_x.append(torch.baddbmm(params[f"{net}/lstm/bias"].unsqueeze(1), e, kernel[:, :H]).reshape(G, T, B, 4 * H))
         kernels_h.append(kernel[:, H:])
-    gx = torch.stack(gates_x, 1).reshape(G * 2, T, B, 4 * H).unbind(1)
+    gx = torch.stack(gates_x, 1).reshape(G * 2, T, B, 4 * H)
     return gx, torch.stack(kernels_h, 1).reshape(G * 2, H, 4 * H)
 
 
@@ -202,18 +207,16 @@ def _lstm_windows(spec: P.PolicySpec, params: P.Params, x: Tensor, state0: dict[
     windows ``x`` ``(L, G, B, D)`` from the states ``state0`` ``(G, B, H)``, zeroed where ``resets``
     ``(L, G, B)``. The same function as :func:`sumo_cli.nets.policy.forward_sequence` in fewer and
     larger operations: embeddings and the input half of the gates for all L steps at once, the two
-    nets' cells stepped together, the output layers after the loop."""
+    nets' cells stepped together (with a hand-written backward, :mod:`sumo_cli.nets.lstm_bptt`), the
+    output layers after the loop."""
     L, G, B = x.shape[:3]
     H = spec.hidden
     gx, kh = _input_gates(spec, params, x)
     h = torch.stack([state0["pi/h"], state0["vf/h"]], 1).reshape(G * 2, B, H)
     c = torch.stack([state0["pi/c"], state0["vf/c"]], 1).reshape(G * 2, B, H)
-    keep = (~resets).to(x.dtype).movedim(0, 1)[:, None].expand(G, 2, L, B).reshape(G * 2, L, B, 1).unbind(1)
-    hs = []
-    for t in range(L):
-        h, c = _lstm_step(gx[t], h * keep[t], c * keep[t], kh, G)
-        hs.append(h)
-    out = torch.stack(hs, 1).reshape(G, 2, L * B, H)
+    keep = (~resets).to(x.dtype)[:, :, None].expand(L, G, 2, B).reshape(L, G * 2, B, 1)
+    hs, _, _ = lstm_unroll(gx, h, c, kh, keep, _cell(G, H, x.dtype))
+    out = hs.reshape(G, 2, L * B, H)
     mean = torch.baddbmm(params["pi/out/b"].unsqueeze(1), out[:, 0], params["pi/out/w"])
     value = torch.baddbmm(params["vf/out/b"].unsqueeze(1), out[:, 1], params["vf/out/w"])[..., 0]
     return mean.reshape(G, L, B, -1), value.reshape(G, L, B)
@@ -226,19 +229,37 @@ def _row_mean(x: Tensor, m: Tensor) -> Tensor:
     return (x.reshape(G, -1) * m).sum(1) / m.sum(1).clamp_min(1.0)
 
 
-def _adam(params: list[Tensor], grads: list[Tensor], m: list[Tensor], v: list[Tensor], steps: list[int], cfg: PPOConfig) -> None:
-    """Adam (torch's formula, eps outside the square root) on stacked tensors, in place, with each
-    agent's own step count for the bias corrections."""
+def _adam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, steps: list[int], cfg: PPOConfig, scratch: tuple[Tensor, Tensor]) -> None:
+    """Adam (torch's formula, eps outside the square root) on the agents' flat parameter rows ``p``
+    ``(G, P)``, in place, with each agent's own step count for the bias corrections; ``scratch``: two
+    buffers of ``p``'s shape (fresh tensors of this size cost more than the arithmetic)."""
     b1, b2 = ADAM_BETAS
-    G = len(steps)
-    c1 = torch.tensor([cfg.lr / (1 - b1**s) for s in steps], dtype=params[0].dtype)
-    c2 = torch.tensor([1.0 / math.sqrt(1 - b2**s) for s in steps], dtype=params[0].dtype)
-    for p, g, mk, vk in zip(params, grads, m, v):
-        shape = (G,) + (1,) * (p.dim() - 1)
-        mk.mul_(b1).add_(g, alpha=1 - b1)
-        vk.mul_(b2).addcmul_(g, g, value=1 - b2)
-        denom = (vk.sqrt() * c2.reshape(shape)).add_(cfg.adam_eps)
-        p.sub_(c1.reshape(shape) * mk / denom)
+    c1 = torch.tensor([cfg.lr / (1 - b1**s) for s in steps], dtype=p.dtype)[:, None]
+    c2 = torch.tensor([1.0 / math.sqrt(1 - b2**s) for s in steps], dtype=p.dtype)[:, None]
+    denom, step = scratch
+    m.mul_(b1).add_(g, alpha=1 - b1)
+    v.mul_(b2).addcmul_(g, g, value=1 - b2)
+    torch.sqrt(v, out=denom).mul_(c2).add_(cfg.adam_eps)
+    p.sub_(torch.mul(m, c1, out=step).div_(denom))
+
+
+def _flat(tensors: list[dict[str, Tensor]], keys: list[str]) -> Tensor:
+    """One row per agent: its tensors under ``keys``, flattened and concatenated, padded with zeros
+    to a multiple of :data:`ROW` floats (so that every element of a row takes the vectorised path of
+    elementwise operations whatever the group)."""
+    rows = [torch.stack([t[k] for t in tensors]).reshape(len(tensors), -1) for k in keys]
+    n = sum(r.shape[1] for r in rows)
+    return torch.cat(rows + [rows[0].new_zeros(len(tensors), -n % ROW)], 1)
+
+
+def _views(flat: Tensor, shapes: dict[str, torch.Size]) -> dict[str, Tensor]:
+    """The per-key stacked tensors ``(G, *shape)`` that share the rows of :func:`_flat`'s result."""
+    out, offset = {}, 0
+    for k, shape in shapes.items():
+        n = math.prod(shape)
+        out[k] = flat[:, offset : offset + n].view(flat.shape[0], *shape)
+        offset += n
+    return out
 
 
 def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[AgentState], data: list[_Prepared],
@@ -258,14 +279,21 @@ def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[Agent
         chunk_states = {k: torch.stack([_pad(d.states[k], 0, n_pad) for d in data]) for k in data[0].states}
     else:
         mask = torch.stack([_pad(torch.ones(d.n, dtype=torch.bool), 0, n_pad) for d in data])
-    leaves = {k: torch.stack([p[k] for p in params]).requires_grad_(True) for k in keys}
+    # parameters and Adam's moments as one row per agent, so that Adam is a few vector operations;
+    # the parameters autograd differentiates are views of their row (updated in place by Adam)
+    shapes = {k: params[0][k].shape for k in keys}
+    flat = _flat(params, keys)
+    leaves = {k: t.requires_grad_(True) for k, t in _views(flat, shapes).items()}
     plist = [leaves[k] for k in keys]
     for s in states:
         if not s.exp_avg:
             s.exp_avg = {k: torch.zeros_like(params[0][k]) for k in keys}
             s.exp_avg_sq = {k: torch.zeros_like(params[0][k]) for k in keys}
-    m = [torch.stack([s.exp_avg[k] for s in states]) for k in keys]
-    v = [torch.stack([s.exp_avg_sq[k] for s in states]) for k in keys]
+    m = _flat([s.exp_avg for s in states], keys)
+    v = _flat([s.exp_avg_sq for s in states], keys)
+    grad = torch.zeros_like(flat)  # its padding stays zero
+    grad_rows = list(_views(grad, shapes).values())
+    scratch = (torch.empty_like(flat), torch.empty_like(flat))
     steps = [s.steps for s in states]
     rows = torch.arange(G)[:, None]
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
@@ -294,14 +322,12 @@ def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[Agent
             vl = 0.5 * _row_mean((values - ret) ** 2, mb_mask)
             ent = P.entropy(leaves["logstd"])
             loss = (pg + cfg.vf_coef * vl - cfg.ent_coef * ent).sum()
-            grads = list(torch.autograd.grad(loss, plist))
-            norms = torch.stack([torch.linalg.vector_norm(g.reshape(G, -1), dim=1) for g in grads], 1)
-            total = torch.linalg.vector_norm(norms, dim=1)
-            coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
-            grads = [g * coef.reshape((G,) + (1,) * (g.dim() - 1)) for g in grads]
+            torch._foreach_copy_(grad_rows, torch.autograd.grad(loss, plist))
+            total = torch.linalg.vector_norm(grad, dim=1)
+            grad.mul_(torch.clamp(max_norm / (total + 1e-6), max=1.0)[:, None])
             steps = [s + 1 for s in steps]
             with torch.no_grad():
-                _adam(plist, grads, m, v, steps, cfg)
+                _adam(flat, grad, m, v, steps, cfg, scratch)
                 log_ratio = logp.detach() - logp_old
                 ratio_now = rowwise(torch.exp, log_ratio, G)
                 log["policy_loss"].append(pg.detach())
@@ -312,11 +338,11 @@ def _update_group(spec: P.PolicySpec, params: list[P.Params], states: list[Agent
                 log["grad_norm"].append(total)
     out = []
     for k, (s, d) in enumerate(zip(states, data)):
-        s.exp_avg = {key: m[i][k].clone() for i, key in enumerate(keys)}
-        s.exp_avg_sq = {key: v[i][k].clone() for i, key in enumerate(keys)}
+        s.exp_avg = {key: t[k].clone() for key, t in _views(m, shapes).items()}
+        s.exp_avg_sq = {key: t[k].clone() for key, t in _views(v, shapes).items()}
         s.steps = steps[k]
         params[k].clear()
-        params[k].update({key: leaves[key][k].detach().clone() for key in keys})
+        params[k].update({key: t[k].clone() for key, t in _views(flat, shapes).items()})
         row = {name: float(torch.stack(vals)[:, k].mean()) for name, vals in log.items()}
         row.update(explained_variance=d.explained_variance, num_grad_steps=cfg.epochs * num_mb, epochs=cfg.epochs)
         out.append(row)
