@@ -8,6 +8,7 @@ import torch
 
 from sumo_cli.learn import stacked_ppo as S
 from sumo_cli.nets import policy as P
+from sumo_cli.nets import lstm_bptt as LB
 from sumo_cli.nets.lstm_bptt import lstm_unroll
 
 
@@ -70,38 +71,50 @@ def test_gradient_of_the_hidden_states_only():
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
 
 
-def sequence_case(arch, agents=()):
-    spec = P.PolicySpec(arch, 5, 2, hidden=8)
+@pytest.mark.parametrize("arch", ["lstm", "rl2"])
+def test_stacked_windows_are_forward_sequence_with_its_gradients(arch):
+    """The tracking update's unroll (stacked_ppo._lstm_windows, through lstm_unroll) against the
+    autograd unroll of policy.forward_sequence, values and gradients, float64."""
+    G, L, B, H = 3, 10, 4, 8
+    spec = P.PolicySpec(arch, 5, 2, hidden=H)
     g = torch.Generator().manual_seed(2)
-    stacked = [P.init_params(spec, g, torch.float64) for _ in range(max(1, len(agents) and agents[0]))]
-    params = P.stack_params(stacked) if agents else stacked[0]
+    params = P.stack_params([P.init_params(spec, g, torch.float64) for _ in range(G)])
     params = {k: v.requires_grad_(True) for k, v in params.items()}
-    T, B = 6, 3
-    x = torch.randn(T, *agents, B, spec.input_dim, generator=g, dtype=torch.float64)
-    dones = torch.rand(T, *agents, B, generator=g) < 0.3
-    state0 = {k: torch.randn(*agents, B, 8, generator=g, dtype=torch.float64).requires_grad_(True) for k in P.STATE_KEYS}
-    return spec, params, x, state0, dones
+    x = torch.randn(L, G, B, spec.input_dim, generator=g, dtype=torch.float64)
+    resets = torch.rand(L, G, B, generator=g) < 0.2
+    state0 = {k: torch.randn(G, B, H, generator=g, dtype=torch.float64) for k in P.STATE_KEYS}
+    wrt = [v for k, v in params.items() if k != "logstd"]
+    mean, value = S._lstm_windows(spec, params, x, state0, resets)
+    ref_mean, ref_value, _ = P.forward_sequence(spec, params, x, state0, resets)
+    ref_mean, ref_value = ref_mean.movedim(0, 1), ref_value.movedim(0, 1)  # (G, L, B, ...)
+    torch.testing.assert_close(mean, ref_mean, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(value, ref_value, rtol=1e-12, atol=1e-12)
+    up = torch.randn(mean.shape, generator=g, dtype=torch.float64)
+    mine = torch.autograd.grad((up * mean).sum() + value.sin().sum(), wrt)
+    theirs = torch.autograd.grad((up * ref_mean).sum() + ref_value.sin().sum(), wrt)
+    for a, b in zip(mine, theirs):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("arch,agents", [("lstm", ()), ("rl2", ()), ("lstm", (3,))])
-def test_forward_sequence_first_order_is_the_same_function(arch, agents):
-    spec, params, x, state0, dones = sequence_case(arch, agents)
-    wrt = [v for k, v in params.items() if k != "logstd"] + list(state0.values())
-    grads = []
-    for first_order in (False, True):
-        mean, value, state = P.forward_sequence(spec, params, x, state0, dones, first_order=first_order)
-        loss = mean.square().sum() + value.sin().sum() + sum(v.cos().sum() for v in state.values())
-        grads.append((mean.detach(), value.detach(), torch.autograd.grad(loss, wrt)))
-    (m0, v0, g0), (m1, v1, g1) = grads
-    assert torch.equal(m0, m1) and torch.equal(v0, v1)
-    for a, b in zip(g0, g1):
-        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
-
-
-def test_second_order_through_the_first_order_path_is_refused():
-    """The meta-learner's create_graph backward must take the autograd unroll (the default)."""
-    spec, params, x, state0, dones = sequence_case("lstm")
-    mean, _, _ = P.forward_sequence(spec, params, x, state0, dones, first_order=True)
-    (g,) = torch.autograd.grad(mean.square().sum(), [params["pi/lstm/kernel"]], create_graph=True)
+def test_second_order_is_refused():
+    """Not twice differentiable: a create_graph backward through it cannot be differentiated again
+    (the meta-learner's unroll is policy.forward_sequence, autograd throughout)."""
+    gx, h0, c0, kh, keep = inputs(2, 3, 2, 2, True, seed=4)
+    hs, _, _ = lstm_unroll(gx, h0, c0, kh, keep, P._zoo_cell)
+    (d,) = torch.autograd.grad(hs.square().sum(), [kh], create_graph=True)
     with pytest.raises(RuntimeError):
-        torch.autograd.grad(g.square().sum(), [params["pi/lstm/kernel"]])
+        torch.autograd.grad(d.square().sum(), [kh])
+
+
+@pytest.mark.parametrize("block", [1, 1 << 40])
+def test_blocks_of_steps_give_the_same_gradients(block, monkeypatch):
+    """Local derivatives formed step by step or all at once: bit for bit the same gradients (so
+    the tracking update's result does not depend on how many agents share the block)."""
+    gx, h0, c0, kh, keep = inputs(4, 10, 3, 8, True, seed=6)
+    def grads():
+        hs, h, c = lstm_unroll(gx, h0, c0, kh, keep, P._zoo_cell)
+        return torch.autograd.grad(hs.sin().sum() + h.sum() + c.square().sum(), (gx, h0, c0, kh))
+    base = grads()
+    monkeypatch.setattr(LB, "_BLOCK_FLOATS", block)
+    for a, b in zip(base, grads()):
+        assert torch.equal(a, b)

@@ -46,7 +46,6 @@ import torch
 from torch import Tensor
 
 from sumo_cli.nets import features as F
-from sumo_cli.nets.lstm_bptt import lstm_unroll
 
 ARCHS = ("mlp", "lstm", "rl2")
 NETS = ("pi", "vf")
@@ -347,17 +346,11 @@ def forward_sequence(
     obs_z_seq: Tensor,
     state0: State,
     dones: Tensor | None = None,
-    first_order: bool = False,
 ) -> tuple[Tensor, Tensor, State]:
     """Unroll ``T`` steps (truncated BPTT). ``obs_z_seq``: ``(T, *G, *batch, input_dim)`` (time
     first, then agent dims); ``dones``: ``(T, *G, *batch)``, ``dones[t]`` true zeroes the state
     before step ``t``. Returns ``(means (T,...,A), values (T,...), final_state)``. The MLP is
-    evaluated for all steps in one call (agent dims must then come right after T).
-
-    ``first_order``: the caller differentiates the result once only (a PPO step, not the
-    meta-learner's ``create_graph`` backward): the LSTM recurrence then runs with a hand-written
-    backward (:mod:`sumo_cli.nets.lstm_bptt`), the same function with cheaper gradients, which a
-    second backward through them refuses."""
+    evaluated for all steps in one call (agent dims must then come right after T)."""
     if state0 is None:
         raise ValueError("state0 is None: pass initial_state(spec, batch_shape) (None would silently zero it)")
     _check_input(spec, obs_z_seq)
@@ -370,7 +363,7 @@ def forward_sequence(
         x = torch.movedim(obs_z_seq, 0, agent)
         mean, value, _ = forward(spec, params, x, state0)
         return torch.movedim(mean, agent, 0), torch.movedim(value, agent, 0), state0
-    return _recurrent_sequence(spec, params, obs_z_seq, state0, dones, first_order)
+    return _recurrent_sequence(spec, params, obs_z_seq, state0, dones)
 
 
 def _zoo_cell(z: Tensor, c: Tensor) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor, Tensor, Tensor], Tensor]:
@@ -384,7 +377,7 @@ def _zoo_cell(z: Tensor, c: Tensor) -> tuple[Tensor, Tensor, tuple[Tensor, Tenso
 
 
 def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
-                        dones: Tensor | None, first_order: bool = False) -> tuple[Tensor, Tensor, State]:
+                        dones: Tensor | None) -> tuple[Tensor, Tensor, State]:
     """:func:`forward_sequence` of LSTM nets, the same function as :func:`forward` step by step, in
     fewer and larger operations (a backward pass costs per operation on these small nets, and the
     meta-learner's second-order one several times over): the embeddings and the input half of the
@@ -422,16 +415,13 @@ def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: Sta
     if dones is not None:
         k = (~dones.to(torch.bool)).reshape(T, 1, A, B, 1).expand(T, 2, A, B, 1)
         keep = k.reshape(T, 2 * A, B, 1).to(x.dtype)
-    if first_order and torch.is_grad_enabled():
-        hs, h, c = lstm_unroll(gx, h, c, kh, keep, _zoo_cell)
-    else:
-        steps = []
-        for t, g in enumerate(gx.unbind(1)):
-            if keep is not None:
-                h, c = h * keep[t], c * keep[t]
-            h, c, _, _ = _zoo_cell(torch.baddbmm(g, h, kh), c)
-            steps.append(h)
-        hs = torch.stack(steps, dim=1)
+    steps = []
+    for t, g in enumerate(gx.unbind(1)):
+        if keep is not None:
+            h, c = h * keep[t], c * keep[t]
+        h, c, _, _ = _zoo_cell(torch.baddbmm(g, h, kh), c)
+        steps.append(h)
+    hs = torch.stack(steps, dim=1)
     out_pi, out_vf = hs.reshape(2, A, T * B, H).unbind(0)  # each (A, T*B, H)
 
     def head(net: str, out: Tensor, width: int) -> Tensor:  # (A, T*B, H) -> (T, *agent, *batch, width)
