@@ -4,8 +4,13 @@ Autograd through a step-by-step unroll records about fifteen small operations pe
 their backward one by one; on the small nets of this project that per-operation cost, not the
 arithmetic, dominates an update. :func:`lstm_unroll` runs the same forward loop, keeps the gate
 activations, and in backward runs one reverse loop of a few operations per step (the gates' local
-derivatives are formed for all steps at once before it), then the recurrent kernel's gradient as a
+derivatives are formed for blocks of steps at once), then the recurrent kernel's gradient as a
 single batched product over all steps.
+
+Where it gains: many agents' small batches, as in the stacked tracking update
+(:mod:`sumo_cli.learn.stacked_ppo`), where autograd's per-step kernel gradient is a product over a
+handful of rows per agent. For one agent's large batch (PPO training) autograd's fused per-step
+kernels were faster, so :func:`sumo_cli.nets.policy.forward_sequence` keeps the autograd unroll.
 
 The cell is the zoo's (see :mod:`sumo_cli.nets.policy`): ``z = gx[t] + h @ kh`` with ``gx`` the
 input half of the gates plus the bias, gates i, j, f, o; ``c' = c * sigmoid(f + FORGET_BIAS) +
@@ -26,14 +31,14 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+#: Size (in floats) of the gates' local derivatives that backward forms at once: a block of steps
+#: of about a megabyte, which stays in a core's cache (all steps at once took 1.7x the autograd
+#: backward for one agent's 416 windows, whose elementwise work runs step by step).
+_BLOCK_FLOATS = 1 << 18
+
 #: ``cell(z, c) -> (h', c', (i, j, f, o), tanh(c'))``: the elementwise part of one step, on the
 #: pre-activation gates ``z`` ``(N, B, 4H)`` and the (already reset) cell state ``c`` ``(N, B, H)``;
 #: the gate activations returned are sigmoid(i), tanh(j), sigmoid(f + FORGET_BIAS), sigmoid(o).
-#: Size (in floats) of the gates' local derivatives that backward forms at once: a block of steps
-#: of about a megabyte, which stays in a core's cache (tried: all steps at once took 1.7x the
-#: autograd backward for one agent's 416 windows, whose elementwise work runs step by step).
-_BLOCK_FLOATS = 1 << 18
-
 Cell = Callable[[Tensor, Tensor], tuple[Tensor, Tensor, tuple[Tensor, Tensor, Tensor, Tensor], Tensor]]
 
 
