@@ -136,7 +136,7 @@ def _cell(G: int, H: int, dtype: torch.dtype) -> Cell:
 
     def cell(z: Tensor, c: Tensor):  # noqa: ANN202
         sig = rowwise(torch.sigmoid, z + shift, G)
-        j = rowwise(torch.tanh, z, G)[..., H:2 * H]  # the whole row: no copy of the strided slice
+        j = rowwise(torch.tanh, z[..., H:2 * H], G)
         c = c * sig[..., 2 * H:3 * H] + sig[..., :H] * j
         tc = rowwise(torch.tanh, c, G)
         return tc * sig[..., 3 * H:], c, (sig[..., :H], j, sig[..., 2 * H:3 * H], sig[..., 3 * H:]), tc
