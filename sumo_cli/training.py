@@ -21,6 +21,7 @@ moment resumes from the last committed iteration and ends bit-identical to an un
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from sumo_cli import __version__, names
 from sumo_cli.errors import UserError
 from sumo_cli.learn import selfplay as SP
 from sumo_cli.learn.kickstart import Teacher
+from sumo_cli.learn.recipes import AUTO_TEACHER
 from sumo_cli.learn.sumo_vec import OpponentPolicy
 from sumo_cli.library import checkpoint_file
 from sumo_cli.nets import normalizer as nz
@@ -101,6 +103,10 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
         raise UserError("--opponents is empty; give agent names, or self for self-play")
     if cfg.init_from:
         cfg.init_from = _check_init_from(db, cfg)
+    if cfg.teacher == AUTO_TEACHER:
+        cfg.teacher = _auto_teacher(db, cfg)
+    elif cfg.teacher.lower() == "none":
+        cfg.teacher = ""
     if cfg.teacher:
         cfg.teacher = _check_teacher(db, cfg)
     for path, sha in files:  # a missing or corrupt opponent is refused now, before the run is written
@@ -120,6 +126,22 @@ def _check_init_from(db: Database, cfg: SP.TrainConfig) -> str:
                         f"(features {ck.spec.features}, {ck.spec.input_dim} inputs); this run trains a {cfg.body} "
                         f"{want.arch} policy (features {want.features}, {want.input_dim} inputs)")
     return f"{rv.agent_name}@{rv.version}"
+
+
+def _auto_teacher(db: Database, cfg: SP.TrainConfig) -> str:
+    """The recipe's "auto" teacher: the body's MLP (``<body>-mlp``) for a recurrent learner that can be
+    kickstarted, when the database has one that observes what the learner observes; else none."""
+    if cfg.policy_arch == "mlp" or cfg.strategy == "meta":
+        return ""
+    name = names.canonical_name(cfg.body, "mlp", "none")
+    with db.read() as s:
+        agent = registry.get_agent(s, name)
+        if agent is None or not agent.versions:
+            return ""
+    try:
+        return _check_teacher(db, dataclasses.replace(cfg, teacher=name))
+    except UserError:  # e.g. a user's own <body>-mlp without the recipe's features
+        return ""
 
 
 def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:

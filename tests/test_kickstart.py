@@ -86,3 +86,26 @@ def test_teachers_that_cannot_teach_are_refused(cli):
     assert code == 2 and "--teacher applies to the strategies none, track and rl2" in err
     code, _, err = _train(cli, "--arch", "lstm", "--teacher", "ego-mlp", "--name", "d")  # features ego vs none
     assert code == 2 and "with features ego; this run's ant policy has features none" in err
+
+
+FIGHT_TINY = ["--envs", "2", "--steps", "40", "--epochs", "2", "--minibatches", "2"]
+
+
+def _teacher_of(tmp_path, agent):
+    run = [r for r in rows(tmp_path)["Run"] if r.config.get("agent") == agent][0]
+    return run.config["train"]["teacher"]
+
+
+def test_the_fight_recipe_kickstarts_an_lstm_from_the_bodys_mlp(cli, tmp_path):
+    assert cli("train", "--body", "ant", "--arch", "lstm", "--iterations", "1", "--name", "alone", *FIGHT_TINY)[0] == 0
+    assert _teacher_of(tmp_path, "alone") == ""  # no ant-mlp yet
+    assert cli("train", "--body", "ant", "--arch", "mlp", "--iterations", "1", *FIGHT_TINY)[0] == 0
+    assert _teacher_of(tmp_path, "ant-mlp") == ""  # an MLP has no teacher
+    assert cli("train", "--body", "ant", "--arch", "lstm", "--iterations", "1", "--name", "taught", *FIGHT_TINY)[0] == 0
+    assert _teacher_of(tmp_path, "taught") == "ant-mlp@1"
+    code, _, err = cli("train", "--body", "ant", "--arch", "lstm", "--iterations", "1", "--name", "untaught",
+                       "--teacher", "none", *FIGHT_TINY)
+    assert code == 0, err
+    assert _teacher_of(tmp_path, "untaught") == ""
+    assert cli("train", "--body", "bug", "--arch", "lstm", "--iterations", "1", "--name", "a-bug", *FIGHT_TINY)[0] == 0
+    assert _teacher_of(tmp_path, "a-bug") == ""  # no bug-mlp
