@@ -21,7 +21,6 @@ moment resumes from the last committed iteration and ends bit-identical to an un
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -135,13 +134,22 @@ def _auto_teacher(db: Database, cfg: SP.TrainConfig) -> str:
         return ""
     name = names.canonical_name(cfg.body, "mlp", "none")
     with db.read() as s:
-        agent = registry.get_agent(s, name)
-        if agent is None or not agent.versions:
+        if registry.get_agent(s, name) is None:
             return ""
-    try:
-        return _check_teacher(db, dataclasses.replace(cfg, teacher=name))
-    except UserError:  # e.g. a user's own <body>-mlp without the recipe's features
-        return ""
+        rv = registry.resolve(s, name)
+    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)  # a corrupt file is refused, not skipped
+    return "" if _unfit_teacher(ck.spec, cfg) else f"{rv.agent_name}@{rv.version}"
+
+
+def _unfit_teacher(spec, cfg: SP.TrainConfig) -> str | None:  # noqa: ANN001 - nets.policy.PolicySpec
+    """Why a stored policy of this spec cannot teach the run's policy, or None."""
+    want = SP.policy_spec(cfg)
+    if spec.arch != "mlp":
+        return f"is a {spec.arch} policy; a teacher must be an MLP"
+    if (spec.obs_dim, spec.act_dim, spec.features) != (want.obs_dim, want.act_dim, want.features):
+        return (f"has features {spec.features} and {spec.obs_dim} inputs; "
+                f"this run's {cfg.body} policy has features {want.features} and {want.obs_dim}")
+    return None
 
 
 def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
@@ -152,12 +160,9 @@ def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
     with db.read() as s:
         rv = registry.resolve(s, cfg.teacher)
     ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
-    want = SP.policy_spec(cfg)
-    if ck.spec.arch != "mlp":
-        raise UserError(f"--teacher {rv.agent_name}@{rv.version} is a {ck.spec.arch} policy; a teacher must be an MLP")
-    if (ck.spec.obs_dim, ck.spec.act_dim, ck.spec.features) != (want.obs_dim, want.act_dim, want.features):
-        raise UserError(f"--teacher {rv.agent_name}@{rv.version} is a {rv.body} policy with features {ck.spec.features}; "
-                        f"this run's {cfg.body} policy has features {want.features}")
+    problem = _unfit_teacher(ck.spec, cfg)
+    if problem:
+        raise UserError(f"--teacher {rv.agent_name}@{rv.version} {problem}")
     return f"{rv.agent_name}@{rv.version}"
 
 
