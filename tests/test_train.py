@@ -304,8 +304,9 @@ def test_the_fight_recipe_is_the_default_and_typed_options_override_it(cli, tmp_
     stored = run.config["train"]
     assert stored["recipe"] == "fight" and stored["approach_coef"] == 3.0 and stored["n_envs"] == 2
     for key, value in FIGHT.values.items():
-        if key not in ("approach_coef", "n_envs", "iterations"):
+        if key not in ("approach_coef", "n_envs", "iterations", "teacher"):
             assert stored[key] == value, key
+    assert stored["teacher"] == ""  # the recipe's "auto" teacher, resolved: an MLP has none
     # the paper recipe is the dataclass defaults: runs stored before recipes resume unchanged
     assert TrainConfig(**recipe_values("paper")) == TrainConfig(recipe="paper")
     code, _, err = cli("train", "--body", "ant", "--recipe", "fast-one")
