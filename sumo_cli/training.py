@@ -102,23 +102,28 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
         raise UserError("--opponents is empty; give agent names, or self for self-play")
     if cfg.init_from:
         cfg.init_from = _check_init_from(db, cfg)
-    if cfg.teacher == AUTO_TEACHER:
+    if cfg.teacher == AUTO_TEACHER:  # checked as it is chosen
         cfg.teacher = _auto_teacher(db, cfg)
     elif cfg.teacher.lower() == "none":
         cfg.teacher = ""
-    if cfg.teacher:
+    elif cfg.teacher:
         cfg.teacher = _check_teacher(db, cfg)
     for path, sha in files:  # a missing or corrupt opponent is refused now, before the run is written
         load_checkpoint(path, sha)
     return agent_name, opponents
 
 
+def _load_version(db: Database, ref: str):  # noqa: ANN202 - (registry version, Checkpoint)
+    """The stored version ``ref`` (``name`` or ``name@version``) and its checkpoint, SHA-256 checked."""
+    with db.read() as s:
+        rv = registry.resolve(s, ref)
+    return rv, load_checkpoint(rv.checkpoint_path, rv.sha256)
+
+
 def _check_init_from(db: Database, cfg: SP.TrainConfig) -> str:
     """``cfg.init_from`` pinned to one stored version (``name@version``), once its checkpoint loads
     and holds a policy of the run's shape; else a UserError in one sentence."""
-    with db.read() as s:
-        rv = registry.resolve(s, cfg.init_from)
-    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
+    rv, ck = _load_version(db, cfg.init_from)
     want = SP.policy_spec(cfg)
     if ck.spec != want:
         raise UserError(f"--init-from {rv.agent_name}@{rv.version} is a {rv.body} {ck.spec.arch} policy "
@@ -136,8 +141,7 @@ def _auto_teacher(db: Database, cfg: SP.TrainConfig) -> str:
     with db.read() as s:
         if registry.get_agent(s, name) is None:
             return ""
-        rv = registry.resolve(s, name)
-    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)  # a corrupt file is refused, not skipped
+    rv, ck = _load_version(db, name)  # a corrupt file is refused, not skipped
     return "" if _unfit_teacher(ck.spec, cfg) else f"{rv.agent_name}@{rv.version}"
 
 
@@ -157,9 +161,7 @@ def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
     the run's policy observes; else a UserError in one sentence."""
     if cfg.strategy == "meta":
         raise UserError("--teacher applies to the strategies none, track and rl2, not meta")
-    with db.read() as s:
-        rv = registry.resolve(s, cfg.teacher)
-    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
+    rv, ck = _load_version(db, cfg.teacher)
     problem = _unfit_teacher(ck.spec, cfg)
     if problem:
         raise UserError(f"--teacher {rv.agent_name}@{rv.version} {problem}")
@@ -168,18 +170,14 @@ def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
 
 def load_teacher(db: Database, ref: str) -> Teacher:
     """The stored version ``ref`` as a :class:`~sumo_cli.learn.kickstart.Teacher` (SHA-256 checked)."""
-    with db.read() as s:
-        rv = registry.resolve(s, ref)
-    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
+    rv, ck = _load_version(db, ref)
     return Teacher(ck.spec, {k: v.detach() for k, v in ck.params.items()}, ck.obs_stats)
 
 
 def warm_start(db: Database, learner: SP.Learner, ref: str) -> None:
     """Replace the learner's fresh policy and observation statistics with those of the stored
     version ``ref`` (SHA-256 checked); the optimiser states stay fresh."""
-    with db.read() as s:
-        rv = registry.resolve(s, ref)
-    ck = load_checkpoint(rv.checkpoint_path, rv.sha256)
+    rv, ck = _load_version(db, ref)
     tensors, metadata = learner.state()
     tensors = {**tensors, **checkpoint_tensors(ck.params, ck.obs_stats)}
     learner.load_state(tensors, metadata)

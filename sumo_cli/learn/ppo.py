@@ -277,6 +277,7 @@ def ppo_update(
     log: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm")}
     if teacher:
         log["distill_kl"] = []
+        t_logstd, t_coef = teacher[1].to(dtype), teacher[2]
     epochs_run = 0
     for epoch in range(cfg.epochs):
         if spec.recurrent and cfg.recompute_chunk_states and epoch > 0:
@@ -300,8 +301,8 @@ def ppo_update(
             loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
             if teacher:
                 mb_t = t_means[:, idx] if spec.recurrent else t_means[idx]
-                distill = masked_mean(gaussian_kl(mb_t, teacher[1].to(dtype), means, params["logstd"]), m)
-                loss = loss + teacher[2] * distill
+                distill = masked_mean(gaussian_kl(mb_t, t_logstd, means, params["logstd"]), m)
+                loss = loss + t_coef * distill
                 log["distill_kl"].append(float(distill.detach()))
 
             optimizer.zero_grad(set_to_none=True)

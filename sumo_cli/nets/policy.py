@@ -278,12 +278,19 @@ def _linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
     return y.reshape(*lead, w.shape[-1])
 
 
+def _zoo_cell(z: Tensor, c: Tensor) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor, Tensor, Tensor], Tensor]:
+    """The elementwise part of :func:`lstm_cell` on the gates ``z`` (see
+    :data:`sumo_cli.nets.lstm_bptt.Cell`): ``(h', c', gate activations, tanh(c'))``."""
+    i, j, f, o = torch.chunk(z, 4, dim=-1)
+    si, tj, sf, so = torch.sigmoid(i), torch.tanh(j), torch.sigmoid(f + FORGET_BIAS), torch.sigmoid(o)
+    c = c * sf + si * tj
+    tc = torch.tanh(c)
+    return tc * so, c, (si, tj, sf, so), tc
+
+
 def lstm_cell(x: Tensor, h: Tensor, c: Tensor, kernel: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
     """One step of the zoo's LSTM cell (gate order i, j, f, o; forget bias +1 inside)."""
-    z = _linear(torch.cat([x, h], dim=-1), kernel, bias)
-    i, j, f, o = torch.chunk(z, 4, dim=-1)
-    c_new = c * torch.sigmoid(f + FORGET_BIAS) + torch.sigmoid(i) * torch.tanh(j)
-    h_new = torch.tanh(c_new) * torch.sigmoid(o)
+    h_new, c_new, _, _ = _zoo_cell(_linear(torch.cat([x, h], dim=-1), kernel, bias), c)
     return h_new, c_new
 
 
@@ -366,16 +373,6 @@ def forward_sequence(
     return _recurrent_sequence(spec, params, obs_z_seq, state0, dones)
 
 
-def _zoo_cell(z: Tensor, c: Tensor) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor, Tensor, Tensor], Tensor]:
-    """The elementwise part of :func:`lstm_cell` on the gates ``z`` (see
-    :data:`sumo_cli.nets.lstm_bptt.Cell`): ``(h', c', gate activations, tanh(c'))``."""
-    i, j, f, o = torch.chunk(z, 4, dim=-1)
-    si, tj, sf, so = torch.sigmoid(i), torch.tanh(j), torch.sigmoid(f + FORGET_BIAS), torch.sigmoid(o)
-    c = c * sf + si * tj
-    tc = torch.tanh(c)
-    return tc * so, c, (si, tj, sf, so), tc
-
-
 def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
                         dones: Tensor | None) -> tuple[Tensor, Tensor, State]:
     """:func:`forward_sequence` of LSTM nets, the same function as :func:`forward` step by step, in
@@ -415,14 +412,13 @@ def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: Sta
     if dones is not None:
         k = (~dones.to(torch.bool)).reshape(T, 1, A, B, 1).expand(T, 2, A, B, 1)
         keep = k.reshape(T, 2 * A, B, 1).to(x.dtype)
-    steps = []
+    hs = []
     for t, g in enumerate(gx.unbind(1)):
         if keep is not None:
             h, c = h * keep[t], c * keep[t]
         h, c, _, _ = _zoo_cell(torch.baddbmm(g, h, kh), c)
-        steps.append(h)
-    hs = torch.stack(steps, dim=1)
-    out_pi, out_vf = hs.reshape(2, A, T * B, H).unbind(0)  # each (A, T*B, H)
+        hs.append(h)
+    out_pi, out_vf = torch.stack(hs, dim=1).reshape(2, A, T * B, H).unbind(0)  # each (A, T*B, H)
 
     def head(net: str, out: Tensor, width: int) -> Tensor:  # (A, T*B, H) -> (T, *agent, *batch, width)
         w, b = params[f"{net}/out/w"], params[f"{net}/out/b"]
