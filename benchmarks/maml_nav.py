@@ -47,7 +47,7 @@ EVAL_TASKS, EVAL_EPISODES, EVAL_SEEDS = 20, 20, 2
 def config(**kw) -> ML.MetaConfig:
     """The default configuration with MAML-style steps: each step on fresh episodes of the policy
     it starts from, every step's return in the meta-objective."""
-    return ML.MetaConfig(inner_data="fresh", outer_steps="all", **kw)
+    return ML.MetaConfig(**{"inner_data": "fresh", "outer_steps": "all", **kw})
 
 
 @torch.no_grad()
@@ -178,6 +178,8 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=None, help="outer learning rate of theta (default: MetaConfig's)")
     ap.add_argument("--lr-alpha", type=float, default=None, help="learning rate of log alpha (default: MetaConfig's)")
     ap.add_argument("--clip-value", type=float, default=None, help="clip of the inner steps (default: MetaConfig's)")
+    ap.add_argument("--outer-steps", choices=("all", "post", "last"), default=None,
+                    help="the outer objective's steps (default: MetaConfig's)")
     ap.add_argument("--json", help="also write the per-seed results here")
     ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
     args = ap.parse_args(argv)
@@ -186,7 +188,7 @@ def main(argv=None) -> None:
         results = [r for path in args.summarise for r in json.load(open(path))]
     else:
         kw = {k: v for k, v in (("alpha_init", args.alpha_init), ("lr", args.lr), ("lr_alpha", args.lr_alpha),
-                                ("clip_value", args.clip_value)) if v is not None}
+                                ("clip_value", args.clip_value), ("outer_steps", args.outer_steps)) if v is not None}
         results = [run_seed(s, args.iters, args.tasks, args.episodes, **kw) for s in range(args.first_seed, args.first_seed + args.seeds)]
     if args.json:
         with open(args.json, "w") as f:

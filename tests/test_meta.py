@@ -183,6 +183,34 @@ def test_every_step_objective_matches_finite_differences():
     assert not torch.allclose(g_alpha, g_last)
 
 
+def test_post_step_objective_leaves_theta_out_and_matches_finite_differences():
+    """outer_steps="post" (MAML++'s multi-step loss): the returns of phi^1 .. phi^M are the targets,
+    theta's own return is not. Its loss is the "all" loss with theta's PPO and value terms removed
+    and the mean taken over one term fewer; the gradient still matches finite differences."""
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=4)
+    model = ML.GaussianModel(spec)
+    cfg_all = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", outer_steps="all", score_term=False)
+    cfg_post = cfg_all.replace(outer_steps="post")
+    theta = _theta(spec, 51)
+    log_alpha = ML.init_log_alpha(cfg_all, model, (), DT).requires_grad_(True)
+    pre = [_batch(spec, 52 + m) for m in range(3)]
+    post = _post_for(model, theta, log_alpha, pre, _batch(spec, 60), cfg_all, "theta", 61)
+    mids = [(pre[m], ML.adv_stats_of(pre[m])) for m in (0, 1, 2)]
+    stats = dict(post_stats=ML.post_returns(post), adv_stats=ML.adv_stats_of(post))
+    with torch.no_grad():
+        loss_all = ML.meta_loss(model, theta, log_alpha, pre, post, cfg_all, mids=mids, **stats).loss
+        loss_post = ML.meta_loss(model, theta, log_alpha, pre, post, cfg_post, mids=mids[1:], **stats).loss
+        p0, v0, _ = ML._ppo_terms(model, theta, pre[0], cfg_all, mids[0][1], None)
+    torch.testing.assert_close(loss_post, (4 * loss_all - (p0 + cfg_all.vf_coef * v0)) / 3, rtol=1e-10, atol=1e-12)
+
+    def fn():
+        return ML.meta_loss(model, theta, log_alpha, pre, post, cfg_post.replace(score_term=True), mids=mids[1:], **stats).loss
+
+    _fd_check(fn, theta, log_alpha, seed=62)
+    with pytest.raises(ValueError, match="fresh"):
+        ML.MetaConfig(outer_steps="post", inner_data="reuse")
+
+
 def test_importance_weight_is_differentiated_in_the_meta_gradient():
     """The weight multiplies the inner gradient but is itself a function of the parameters; if it
     were treated as a constant (a common shortcut), the meta-gradient would be wrong."""

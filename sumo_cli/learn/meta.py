@@ -111,7 +111,9 @@ class MetaConfig:
     clip_mode: str = "step"  # "step": clamp(alpha*g) (paper: "meta-gradient steps ... clipped"); "grad": alpha*clamp(g)
     outer_steps: str = "all"  # the outer (PPO) objective: "last" = the return of phi^M only (paper); "all" = the
     # mean of the returns of phi^0 = theta .. phi^M, each on the batch it sampled (inner_data="fresh" only: MAML-style
-    # k consecutive steps, every one of which must pay off, as in MAML++'s multi-step loss)
+    # k consecutive steps, every one of which must pay off); "post" = the mean over phi^1 .. phi^M only (MAML++'s
+    # multi-step loss: theta's own return is not a target, only what it adapts to; theta still learns to collect
+    # informative episodes through the score-function term)
     inner_data: str = "fresh"  # training: "reuse" one batch (IW at steps >= 2) or "fresh" batch per step (appendix;
     # default: step m learns from episodes of phi^{m-1}, as at execution, where each round adapts on its own episodes);
     # read by meta_train (adapt/meta_loss decide by the number of batches they are given)
@@ -173,7 +175,7 @@ class MetaConfig:
             "alpha_per": ("step", "net", "tensor"),
             "clip_mode": ("step", "grad"),
             "inner_data": ("reuse", "fresh"),
-            "outer_steps": ("last", "all"),
+            "outer_steps": ("last", "all", "post"),
             "execution": ("paper", "continue"),
             "inner_reduce": ("episode", "step"),
             "inner_adv": ("value", "linear"),
@@ -189,8 +191,8 @@ class MetaConfig:
             raise ValueError("MetaConfig.train_rounds must be >= 2, and > 2 only with inner_data='reuse'")
         if self.alpha_init <= 0:
             raise ValueError("MetaConfig.alpha_init must be positive")
-        if self.outer_steps == "all" and self.inner_data != "fresh":
-            raise ValueError("MetaConfig.outer_steps='all' needs inner_data='fresh' (a batch sampled by every phi^m)")
+        if self.outer_steps in ("all", "post") and self.inner_data != "fresh":
+            raise ValueError(f"MetaConfig.outer_steps={self.outer_steps!r} needs inner_data='fresh' (a batch sampled by every phi^m)")
 
     def replace(self, **kw) -> "MetaConfig":
         return replace(self, **kw)
@@ -1065,14 +1067,16 @@ def meta_loss(
     ``mids`` (``cfg.outer_steps="all"``): for m = 0 .. M-1, the batch sampled by ``phi^m`` (outer
     targets; it is also ``pre[m]``; ``phi^0 = theta``) and its advantage statistics; the PPO and
     value terms become the mean over ``phi^0 .. phi^M`` (the score term stays that of the last
-    step's return)."""
+    step's return). With ``outer_steps="post"`` the list starts at ``phi^1`` (m = 1 .. M-1) and the
+    mean is over ``phi^1 .. phi^M``."""
     model = as_model(model, cfg)
     fresh = isinstance(pre, list) and len(pre) == cfg.num_steps and cfg.num_steps > 1
     trace = adapt_trace(model, theta, log_alpha, pre, cfg, create_graph=True, behaviour=behaviour)
     phi = trace.phi
     mid_loss = None
     if mids:
-        parts = [_ppo_terms(model, trace.phis[m], b, cfg, st, task_weights) for m, (b, st) in enumerate(mids)]
+        first = 1 if cfg.outer_steps == "post" else 0  # mids[0] is then the batch of phi^1
+        parts = [_ppo_terms(model, trace.phis[first + m], b, cfg, st, task_weights) for m, (b, st) in enumerate(mids)]
         mid_loss = sum(p + cfg.vf_coef * v - cfg.ent_coef * e for p, v, e in parts)
     lp, v = model.evaluate(phi, post)
     mask = post.mask
@@ -1149,7 +1153,8 @@ class MetaLearner:
 
     def update(self, pre: list[TrajBatch] | TrajBatch, post: TrajBatch, generator: torch.Generator | None = None,
                mids: list[TrajBatch] | None = None) -> dict:
-        """``mids``: the outer-target batches sampled by ``phi^0 .. phi^{M-1}`` (``outer_steps="all"``)."""
+        """``mids``: the outer-target batches sampled by ``phi^0 .. phi^{M-1}`` (``outer_steps="all"``;
+        from ``phi^1`` with ``"post"``)."""
         cfg = self.cfg
         mid_stats = [adv_stats_of(b) for b in mids] if mids else None
         G = post.agent_shape[0] if post.agent_shape else 1
