@@ -226,7 +226,14 @@ def _ctrl_c_as_on_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start(tmp_path: Path, *args: str):
+def _as_a_background_job() -> None:
+    """In the child: SIGINT ignored, as for ``cmd &`` in a script."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start(tmp_path: Path, *args: str, preexec=_ctrl_c_as_on_a_terminal):
     import os
     import subprocess
     import sys
@@ -235,7 +242,7 @@ def _start(tmp_path: Path, *args: str):
     env.pop("SUMO_DB", None)
     return subprocess.Popen([sys.executable, "-m", "sumo_cli", "--db", str(tmp_path / "db" / "sumo.sqlite"), *args],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_ctrl_c_as_on_a_terminal)
+                            preexec_fn=preexec)
 
 
 def _wait_for(tmp_path: Path, run_id: int, k: int, proc, timeout: float = 120.0) -> None:
@@ -278,6 +285,16 @@ def test_killed_and_interrupted_processes_resume_exactly(cli, tmp_path):
     assert "Resume with: sumo --db" in err and "train --resume 3" in err and "Traceback" not in err
     status, done = _run_row(tmp_path, 3)
     assert status == "interrupted" and 1 <= done < 200
+
+    # SIGTERM (kill PID, a batch scheduler) takes the same path, also for a background job (SIGINT ignored)
+    proc = _start(tmp_path, "train", "--resume", "3", preexec=_as_a_background_job)
+    _wait_for(tmp_path, 3, done + 1, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "train --resume 3" in err and "Traceback" not in err
+    status, done2 = _run_row(tmp_path, 3)
+    assert status == "interrupted" and done < done2 < 200
 
 
 @pytest.mark.slow

@@ -96,23 +96,28 @@ def resume_command(ctx: typer.Context, rest: str) -> str:
 @contextlib.contextmanager
 def first_interrupt_only() -> Iterator[None]:
     """The first Ctrl-C raises KeyboardInterrupt as usual; later ones are ignored, so a second
-    Ctrl-C cannot break the saving and clean-up that the first one started."""
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:  # ignored (a background job) or someone else's
-        yield
-        return
+    Ctrl-C cannot break the saving and clean-up that the first one started. SIGTERM (``kill PID``,
+    a batch scheduler's notice, a container stopping) takes the same path: the work done is saved,
+    the run is marked interrupted and the resume command printed. A background job (``cmd &``)
+    starts with SIGINT ignored; SIGTERM is then how to stop it."""
+    wanted = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    # only the signals whose disposition is still the default: ignored ones (a background job's SIGINT) or someone
+    # else's handlers stay as they are
+    ours = [sig for sig, default in wanted.items() if signal.getsignal(sig) is default]
 
     def once(signum, frame):  # noqa: ANN001
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in ours:
+            signal.signal(sig, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     try:
-        signal.signal(signal.SIGINT, once)
+        previous = {sig: signal.signal(sig, once) for sig in ours}
     except ValueError:  # not the main thread
         yield
         return
     yield
-    signal.signal(signal.SIGINT, previous)  # only on success: after a Ctrl-C the process is exiting
+    for sig, handler in previous.items():  # only on success: after an interrupt the process is exiting
+        signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
