@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.maml_nav --seeds 3`` meta-trains the default configuration
 (:class:`sumo_cli.learn.meta.MetaConfig`, MAML-style consecutive steps on fresh episodes:
-``inner_data="fresh"``, ``outer_steps="all"``) and pre-trains a PPO policy on the same number of
+``inner_data="fresh"``, ``outer_steps="post"``) and pre-trains a PPO policy on the same number of
 env steps (every episode a new goal), then plays fresh tasks with
 
 * ``meta``: theta* and its learnt step sizes, 3 consecutive steps (:func:`tasks.adaptation_curve`);
@@ -45,9 +45,9 @@ EVAL_TASKS, EVAL_EPISODES, EVAL_SEEDS = 20, 20, 2
 
 
 def config(**kw) -> ML.MetaConfig:
-    """The default configuration with MAML-style steps: each step on fresh episodes of the policy
-    it starts from, every step's return in the meta-objective."""
-    return ML.MetaConfig(**{"inner_data": "fresh", "outer_steps": "all", **kw})
+    """The default configuration: MAML-style steps, each on fresh episodes of the policy it starts
+    from, the return after every step in the meta-objective (``kw``: fields that differ)."""
+    return ML.MetaConfig(**kw)
 
 
 @torch.no_grad()
@@ -174,6 +174,7 @@ def main(argv=None) -> None:
     ap.add_argument("--iters", type=int, default=150, help="meta-iterations per seed")
     ap.add_argument("--tasks", type=int, default=10, help="tasks per meta-iteration")
     ap.add_argument("--episodes", type=int, default=10, help="episodes per task and step")
+    ap.add_argument("--hidden", type=int, default=64, help="hidden units per layer of the tanh MLP (MAML: 100, ReLU)")
     ap.add_argument("--alpha-init", type=float, default=None, help="initial step sizes (default: MetaConfig's)")
     ap.add_argument("--lr", type=float, default=None, help="outer learning rate of theta (default: MetaConfig's)")
     ap.add_argument("--lr-alpha", type=float, default=None, help="learning rate of log alpha (default: MetaConfig's)")
@@ -189,7 +190,8 @@ def main(argv=None) -> None:
     else:
         kw = {k: v for k, v in (("alpha_init", args.alpha_init), ("lr", args.lr), ("lr_alpha", args.lr_alpha),
                                 ("clip_value", args.clip_value), ("outer_steps", args.outer_steps)) if v is not None}
-        results = [run_seed(s, args.iters, args.tasks, args.episodes, **kw) for s in range(args.first_seed, args.first_seed + args.seeds)]
+        results = [run_seed(s, args.iters, args.tasks, args.episodes, hidden=args.hidden, **kw)
+                   for s in range(args.first_seed, args.first_seed + args.seeds)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f)

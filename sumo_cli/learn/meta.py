@@ -109,11 +109,12 @@ class MetaConfig:
     # loose enough for learnt step sizes; a clamped element passes no gradient to its alpha, so at the paper's 0.1
     # alpha could hardly grow
     clip_mode: str = "step"  # "step": clamp(alpha*g) (paper: "meta-gradient steps ... clipped"); "grad": alpha*clamp(g)
-    outer_steps: str = "all"  # the outer (PPO) objective: "last" = the return of phi^M only (paper); "all" = the
-    # mean of the returns of phi^0 = theta .. phi^M, each on the batch it sampled (inner_data="fresh" only: MAML-style
-    # k consecutive steps, every one of which must pay off); "post" = the mean over phi^1 .. phi^M only (MAML++'s
-    # multi-step loss: theta's own return is not a target, only what it adapts to; theta still learns to collect
-    # informative episodes through the score-function term)
+    outer_steps: str = "post"  # the outer (PPO) objective: "last" = the return of phi^M only (paper); "post" = the
+    # mean of the returns of phi^1 .. phi^M, each on the batch it sampled (inner_data="fresh" only: MAML-style k
+    # consecutive steps, every one of which must pay off, as MAML++'s multi-step loss; theta's own return is not a
+    # target, theta learns to collect informative episodes through the score-function term); "all" = the same mean
+    # with theta's return phi^0 included. On 2D navigation (3 seeds, 150 iterations) "post" gained 23.4 in the first
+    # step against 22.2 for "all", and was ahead after every step (README)
     inner_data: str = "fresh"  # training: "reuse" one batch (IW at steps >= 2) or "fresh" batch per step (appendix;
     # default: step m learns from episodes of phi^{m-1}, as at execution, where each round adapts on its own episodes);
     # read by meta_train (adapt/meta_loss decide by the number of batches they are given)
