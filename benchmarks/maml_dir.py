@@ -18,7 +18,7 @@ on one core in half an hour). The published returns are therefore on a different
 compared is the shape: the gain from step 0 to step 1 and whether steps 2-3 hold it.
 
 ``python -m benchmarks.maml_dir --seeds 3`` meta-trains the default configuration (the one
-:func:`benchmarks.maml_nav.config` uses: :class:`~sumo_cli.learn.meta.MetaConfig` with MAML-style
+:mod:`benchmarks.maml_nav` uses: :class:`~sumo_cli.learn.meta.MetaConfig` with MAML-style
 steps on fresh episodes), pre-trains a PPO policy on the same number of env steps (every episode
 a new direction), then plays fresh tasks with
 
@@ -41,7 +41,7 @@ import mujoco
 import numpy as np
 import torch
 
-from benchmarks.maml_nav import config, interval
+from benchmarks.maml_nav import interval
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import meta_train as MT
 from sumo_cli.learn import ppo as PPO
@@ -184,7 +184,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     """One training seed: meta-training, PPO on the same env steps, then every curve.
     ``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
     torch.set_num_threads(1)
-    cfg = config(**cfg_kw)
+    cfg = ML.MetaConfig(**cfg_kw)
     spec = P.PolicySpec("mlp", AntDirection.obs_dim, AntDirection.act_dim, hidden=hidden)
     H = AntDirection.horizon
     out: dict = {"seed": seed, "iters": iters, "tasks": tasks, "episodes": episodes, "horizon": H}

@@ -44,12 +44,6 @@ ROUNDS = 6  # rounds of one task for the execution-time comparison (Algorithm 2 
 EVAL_TASKS, EVAL_EPISODES, EVAL_SEEDS = 20, 20, 2
 
 
-def config(**kw) -> ML.MetaConfig:
-    """The default configuration: MAML-style steps, each on fresh episodes of the policy it starts
-    from, the return after every step in the meta-objective (``kw``: fields that differ)."""
-    return ML.MetaConfig(**kw)
-
-
 @torch.no_grad()
 def round2_ess(spec, theta, log_alpha, cfg, seed: int, env_cls=Navigation2D) -> float:
     """Why Algorithm 2 degrades: on round 2 it adapts theta* on episodes of phi_1 (theta* adapted
@@ -85,7 +79,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
              env_cls=Navigation2D, log=print, **cfg_kw) -> dict:
     """``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
     torch.set_num_threads(1)
-    cfg = config(**cfg_kw)
+    cfg = ML.MetaConfig(**cfg_kw)
     spec = P.PolicySpec("mlp", env_cls.obs_dim, env_cls.act_dim, hidden=hidden)
     H = env_cls.horizon
     out: dict = {"seed": seed, "iters": iters, "tasks": tasks, "episodes": episodes}

@@ -161,19 +161,26 @@ def test_fresh_batches_and_score_term_match_finite_differences(arch):
     _fd_check(fn, theta, log_alpha, seed=22)
 
 
+def _fresh_step_batches(cfg, seed: int):
+    """A small MLP's theta and alpha, the batches sampled by phi^0..phi^2 (also the outer-target
+    ``mids`` with their advantage statistics) and a post batch sampled by phi^3, seeded."""
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=4)
+    model = ML.GaussianModel(spec)
+    theta = _theta(spec, seed)
+    log_alpha = ML.init_log_alpha(cfg, model, (), DT).requires_grad_(True)
+    pre = [_batch(spec, seed + 1 + m) for m in range(3)]
+    post = _post_for(model, theta, log_alpha, pre, _batch(spec, seed + 9), cfg, "theta", seed + 10)
+    mids = [(b, ML.adv_stats_of(b)) for b in pre]
+    stats = dict(post_stats=ML.post_returns(post), adv_stats=ML.adv_stats_of(post))
+    return model, theta, log_alpha, pre, post, mids, stats
+
+
 def test_every_step_objective_matches_finite_differences():
     """outer_steps="all" (MAML-style steps on fresh batches): the returns of theta, phi^1 and phi^2
     on the batches they sampled join the objective; the surrogate stays a function of theta
     and alpha, and the intermediate terms change the gradient (they are not dropped)."""
-    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=4)
-    model = ML.GaussianModel(spec)
     cfg = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", outer_steps="all")
-    theta = _theta(spec, 31)
-    log_alpha = ML.init_log_alpha(cfg, model, (), DT).requires_grad_(True)
-    pre = [_batch(spec, 32 + m) for m in range(3)]
-    post = _post_for(model, theta, log_alpha, pre, _batch(spec, 40), cfg, "theta", 41)
-    mids = [(pre[m], ML.adv_stats_of(pre[m])) for m in (0, 1, 2)]
-    stats = dict(post_stats=ML.post_returns(post), adv_stats=ML.adv_stats_of(post))
+    model, theta, log_alpha, pre, post, mids, stats = _fresh_step_batches(cfg, 31)
 
     def fn(with_mids=True):
         return ML.meta_loss(model, theta, log_alpha, pre, post, cfg, mids=mids if with_mids else None, **stats).loss
@@ -187,16 +194,9 @@ def test_post_step_objective_leaves_theta_out_and_matches_finite_differences():
     """outer_steps="post" (MAML++'s multi-step loss): the returns of phi^1 .. phi^M are the targets,
     theta's own return is not. Its loss is the "all" loss with theta's PPO and value terms removed
     and the mean taken over one term fewer; the gradient still matches finite differences."""
-    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=4)
-    model = ML.GaussianModel(spec)
     cfg_all = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", outer_steps="all", score_term=False)
     cfg_post = cfg_all.replace(outer_steps="post")
-    theta = _theta(spec, 51)
-    log_alpha = ML.init_log_alpha(cfg_all, model, (), DT).requires_grad_(True)
-    pre = [_batch(spec, 52 + m) for m in range(3)]
-    post = _post_for(model, theta, log_alpha, pre, _batch(spec, 60), cfg_all, "theta", 61)
-    mids = [(pre[m], ML.adv_stats_of(pre[m])) for m in (0, 1, 2)]
-    stats = dict(post_stats=ML.post_returns(post), adv_stats=ML.adv_stats_of(post))
+    model, theta, log_alpha, pre, post, mids, stats = _fresh_step_batches(cfg_all, 51)
     with torch.no_grad():
         loss_all = ML.meta_loss(model, theta, log_alpha, pre, post, cfg_all, mids=mids, **stats).loss
         loss_post = ML.meta_loss(model, theta, log_alpha, pre, post, cfg_post, mids=mids[1:], **stats).loss

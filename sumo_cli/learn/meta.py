@@ -192,11 +192,17 @@ class MetaConfig:
             raise ValueError("MetaConfig.train_rounds must be >= 2, and > 2 only with inner_data='reuse'")
         if self.alpha_init <= 0:
             raise ValueError("MetaConfig.alpha_init must be positive")
-        if self.outer_steps in ("all", "post") and self.inner_data != "fresh":
+        if self.outer_from is not None and self.inner_data != "fresh":
             raise ValueError(f"MetaConfig.outer_steps={self.outer_steps!r} needs inner_data='fresh' (a batch sampled by every phi^m)")
 
     def replace(self, **kw) -> "MetaConfig":
         return replace(self, **kw)
+
+    @property
+    def outer_from(self) -> int | None:
+        """The first m whose phi^m return joins phi^M's in the outer objective (0 for "all", 1 for
+        "post"), or None when only phi^M's counts ("last")."""
+        return {"all": 0, "post": 1}.get(self.outer_steps)
 
     @property
     def phases(self) -> int:
@@ -1076,8 +1082,8 @@ def meta_loss(
     phi = trace.phi
     mid_loss = None
     if mids:
-        first = 1 if cfg.outer_steps == "post" else 0  # mids[0] is then the batch of phi^1
-        parts = [_ppo_terms(model, trace.phis[first + m], b, cfg, st, task_weights) for m, (b, st) in enumerate(mids)]
+        parts = [_ppo_terms(model, trace.phis[cfg.outer_from + m], b, cfg, st, task_weights)
+                 for m, (b, st) in enumerate(mids)]
         mid_loss = sum(p + cfg.vf_coef * v - cfg.ent_coef * e for p, v, e in parts)
     lp, v = model.evaluate(phi, post)
     mask = post.mask

@@ -267,9 +267,8 @@ def meta_iteration(
     post = ML.batch_from_rollout(ro_post, lam=cfg.lam, baseline=True, **kw)
     t1 = time.perf_counter()
     mids = None
-    if cfg.outer_steps in ("all", "post"):
-        first = 1 if cfg.outer_steps == "post" else 0
-        mids = [ML.batch_from_rollout(r, lam=cfg.lam, baseline=True, **kw) for r in rollouts[first: cfg.num_steps]]
+    if cfg.outer_from is not None:
+        mids = [ML.batch_from_rollout(r, lam=cfg.lam, baseline=True, **kw) for r in rollouts[cfg.outer_from: cfg.num_steps]]
     info = learner.update(pre if cfg.inner_data == "fresh" else pre[0], post, generator, mids=mids)
     t2 = time.perf_counter()
     info.update(
