@@ -36,11 +36,14 @@ import argparse
 import json
 import math
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import mujoco
 import numpy as np
 import torch
 
+from benchmarks import planar_runner as PR
 from benchmarks.maml_nav import interval
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import meta_train as MT
@@ -52,6 +55,7 @@ from sumo_cli.sim import locomotion as LOC
 
 BODY = "ant"  # MAML's "ant, forward/backward"; the Bug would be the fallback (the scene takes any body)
 HORIZON = 50  # env steps per episode (2.5 s); MAML: 200. Shortened for one core, see the docstring
+RUNNER_HORIZON = 100  # the runner's episodes (5 s); MAML: 200, halved for the 2-core machine
 CTRL_COST = LOC.CTRL_COST  # 0.01, the locomotion task's; rllab's Ant uses 0.5 * 1e-2 on its own action scale
 AXIS = np.array([1.0, 0.0])  # the rewarded axis in the ground plane (MAML: the x axis)
 STEPS = 3  # adaptation steps evaluated (MAML's Fig. 5: 0..3)
@@ -72,37 +76,69 @@ PUBLISHED = {
 _BAD = LOC._BAD_WARNINGS
 
 
-class AntDirection:
-    """``num_groups * group_size`` Ant envs; group ``g`` plays the direction ``tasks[g]``. The
+@dataclass(frozen=True)
+class Body:
+    """What the direction task needs of a body: its model, reset, observation, position along the
+    rewarded axis, control cost and episode length."""
+
+    build: Callable[[str], mujoco.MjModel]
+    reset: Callable[[mujoco.MjModel, mujoco.MjData, np.random.Generator], None]
+    observe: Callable[[np.ndarray, np.ndarray], np.ndarray]  # (qpos, qvel) -> observation
+    position: Callable[[np.ndarray], np.ndarray]  # qpos rows -> position along the rewarded axis
+    ctrl_cost: float
+    horizon: int
+    dt: float
+    frame_skip: int
+
+
+BODIES = {
+    # the RoboSumo Ant in the locomotion scene; observes qpos (torso xyz, quaternion, 8 joints) and qvel
+    "ant": Body(lambda physics: LOC.build_model(physics, "ant"), LOC.reset_pose,
+                lambda q, v: np.concatenate([q, v], -1), lambda q: q[..., :2] @ AXIS,
+                CTRL_COST, HORIZON, LOC.DT, LOC.FRAME_SKIP),
+    # the planar runner (half-cheetah); rllab's half-cheetah direction task: control cost 0.5 * 0.1 * sum(a^2)
+    "runner": Body(PR.build_model, PR.reset_pose, lambda q, v: np.concatenate([q[..., 1:], v], -1),
+                   lambda q: q[..., 0], 0.05, RUNNER_HORIZON, PR.DT, PR.FRAME_SKIP),
+}
+
+
+class DirectionTask:
+    """``num_groups * group_size`` envs of one body; group ``g`` plays the direction ``tasks[g]``. The
     :class:`~sumo_cli.learn.meta_train.TaskChainEnv` contract of a task *distribution* (as
     :class:`sumo_cli.learn.tasks.TaskFamily`): ``sample_tasks`` draws a direction per group,
     ``next_task`` starts fresh episodes of the same directions. With ``resample_every_episode``
     every episode of every env gets a fresh direction (the stream PPO pre-trains on). The horizon
     ends an episode as a termination (the finite-horizon return is the objective, as in TaskFamily).
     Physics that blows up (MuJoCo's bad-state reset, non-finite state) earns no velocity reward
-    that step and restarts from a fresh pose; the clock runs on (``unstable_count`` counts them)."""
+    that step and restarts from a fresh pose; the clock runs on (``unstable_count`` counts them).
+    Subclasses name the body (``BODY``) and its sizes."""
 
-    obs_dim = 15 + 14  # Ant qpos (torso xyz, quaternion, 8 joints) + qvel (6 + 8)
-    act_dim = 8
-    horizon = HORIZON
+    BODY = ""
+    obs_dim = act_dim = horizon = 0
 
     def __init__(self, num_groups: int, group_size: int, seed: int = 0, resample_every_episode: bool = False,
                  physics: str = "fast", horizon: int | None = None):
+        self.body = BODIES[self.BODY]
         self.num_groups, self.group_size = int(num_groups), int(group_size)
         self.num_envs = n = self.num_groups * self.group_size
         if horizon is not None:
             self.horizon = int(horizon)
         self.resample = bool(resample_every_episode)
-        self.model = m = LOC.build_model(physics, BODY)
-        assert (m.nq + m.nv, m.nu) == (self.obs_dim, self.act_dim)
+        self.model = m = self.body.build(physics)
         self.nq = m.nq
         self.data = [mujoco.MjData(m) for _ in range(n)]
-        self.state = np.zeros((n, self.obs_dim))
+        self.qpos = np.zeros((n, m.nq))
+        self.qvel = np.zeros((n, m.nv))
+        assert (self.body.observe(self.qpos, self.qvel).shape[1], m.nu) == (self.obs_dim, self.act_dim)
         self.t = np.zeros(n, dtype=np.int64)
         self.unstable_count = 0
         self.rng = np.random.default_rng(seed)
         self.tasks = self.draw(self.num_groups)
         self.env_tasks = np.repeat(self.tasks, self.group_size)
+
+    @property
+    def state(self) -> np.ndarray:
+        return self.body.observe(self.qpos, self.qvel)
 
     def draw(self, n: int) -> np.ndarray:
         return self.rng.choice(np.array([-1.0, 1.0]), size=n)
@@ -110,8 +146,8 @@ class AntDirection:
     # --- physics --------------------------------------------------------------------------------
     def _reset_one(self, i: int) -> None:
         d = self.data[i]
-        LOC.reset_pose(self.model, d, self.rng)
-        self.state[i, :self.nq], self.state[i, self.nq:] = d.qpos, d.qvel
+        self.body.reset(self.model, d, self.rng)
+        self.qpos[i], self.qvel[i] = d.qpos, d.qvel
         self.t[i] = 0
 
     def _restart(self) -> np.ndarray:
@@ -136,18 +172,19 @@ class AntDirection:
     def step(self, actions: np.ndarray) -> StepOut:
         n, m = self.num_envs, self.model
         a = np.clip(np.nan_to_num(np.asarray(actions, dtype=np.float64).reshape(n, self.act_dim)), -1.0, 1.0)
-        x0 = self.state[:, :2] @ AXIS
+        body = self.body
+        x0 = np.array(body.position(self.qpos))  # a copy: qpos is overwritten below
         bad = np.zeros(n, dtype=bool)
         for i, d in enumerate(self.data):
             d.ctrl[:] = a[i]
             w0 = int(d.warning.number[_BAD].sum())
-            mujoco.mj_step(m, d, LOC.FRAME_SKIP)
-            self.state[i, :self.nq], self.state[i, self.nq:] = d.qpos, d.qvel
+            mujoco.mj_step(m, d, body.frame_skip)
+            self.qpos[i], self.qvel[i] = d.qpos, d.qvel
             bad[i] = int(d.warning.number[_BAD].sum()) != w0
-        bad |= ~np.isfinite(self.state).all(1)
+        bad |= ~(np.isfinite(self.qpos).all(1) & np.isfinite(self.qvel).all(1))
         self.unstable_count += int(bad.sum())
-        x1 = np.where(bad, x0, np.nan_to_num(self.state[:, :2] @ AXIS))
-        reward = self.env_tasks * (x1 - x0) / LOC.DT - CTRL_COST * np.sum(a * a, axis=1)
+        x1 = np.where(bad, x0, np.nan_to_num(body.position(self.qpos)))
+        reward = self.env_tasks * (x1 - x0) / body.dt - body.ctrl_cost * np.sum(a * a, axis=1)
         self.t += 1
         ended = self.t >= self.horizon
         for i in np.flatnonzero(bad & ~ended):  # restart the body; the episode's clock runs on
@@ -167,27 +204,50 @@ class AntDirection:
                        {"direction": self.env_tasks.copy()})
 
 
+class AntDirection(DirectionTask):
+    """The RoboSumo Ant (MAML's "ant, forward/backward")."""
+
+    BODY = "ant"
+    obs_dim = 15 + 14  # Ant qpos (torso xyz, quaternion, 8 joints) + qvel (6 + 8)
+    act_dim = 8
+    horizon = HORIZON
+
+
+class RunnerDirection(DirectionTask):
+    """The planar runner (MAML's "half-cheetah, forward/backward")."""
+
+    BODY = "runner"
+    obs_dim = 8 + 9  # qpos without the root's x + qvel
+    act_dim = 6
+    horizon = RUNNER_HORIZON
+
+
+TASKS = {"ant": AntDirection, "runner": RunnerDirection}
+
+
 # ----------------------------------------------------------------------------------------------
 # the experiment
 
 
 def curve(spec, theta, log_alpha, cfg, stats, seed: int, tasks: int = EVAL_TASKS, episodes: int = EVAL_EPISODES,
-          seeds: int = EVAL_SEEDS) -> list[float]:
+          seeds: int = EVAL_SEEDS, task_cls=AntDirection) -> list[float]:
     """Mean return per episode after 0..STEPS steps over ``seeds`` x ``tasks`` fresh tasks."""
-    runs = [TK.adaptation_curve(AntDirection(tasks, episodes, seed=seed + e), spec, theta, log_alpha, cfg,
+    runs = [TK.adaptation_curve(task_cls(tasks, episodes, seed=seed + e), spec, theta, log_alpha, cfg,
                                 steps=STEPS, seed=seed + e, stats=stats) for e in range(seeds)]
     return np.concatenate(runs, axis=1).mean(1).tolist()
 
 
 def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
-             eval_tasks: int = EVAL_TASKS, eval_episodes: int = EVAL_EPISODES, log=print, **cfg_kw) -> dict:
+             eval_tasks: int = EVAL_TASKS, eval_episodes: int = EVAL_EPISODES, body: str = "ant", log=print,
+             **cfg_kw) -> dict:
     """One training seed: meta-training, PPO on the same env steps, then every curve.
     ``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
     torch.set_num_threads(1)
     cfg = ML.MetaConfig(**cfg_kw)
-    spec = P.PolicySpec("mlp", AntDirection.obs_dim, AntDirection.act_dim, hidden=hidden)
-    H = AntDirection.horizon
-    out: dict = {"seed": seed, "iters": iters, "tasks": tasks, "episodes": episodes, "horizon": H}
+    task_cls = TASKS[body]
+    spec = P.PolicySpec("mlp", task_cls.obs_dim, task_cls.act_dim, hidden=hidden)
+    H = task_cls.horizon
+    out: dict = {"seed": seed, "body": body, "iters": iters, "tasks": tasks, "episodes": episodes, "horizon": H}
     t0 = time.perf_counter()
 
     def progress(it, info, res):
@@ -197,19 +257,19 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
             log(f"seed {seed} meta it {it}: returns by step {np.round(info['step_returns'], 1).tolist()} "
                 f"({time.perf_counter() - t0:.0f} s)")
 
-    menv = AntDirection(tasks, episodes, seed=seed)
+    menv = task_cls(tasks, episodes, seed=seed)
     res = MT.meta_train(menv, spec, cfg, iters, seed, steps_pre=H, steps_post=H, normalize_obs=False,
                         callback=progress)
     out["meta_train_s"] = time.perf_counter() - t0
     out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
     ev = 10_000 + 101 * seed
     t1 = time.perf_counter()
-    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, eval_tasks, eval_episodes)
+    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
     out["eval_curve_s"] = time.perf_counter() - t1
     # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
     env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
     pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
-    penv = AntDirection(tasks, episodes, seed=seed, resample_every_episode=True)
+    penv = task_cls(tasks, episodes, seed=seed, resample_every_episode=True)
     t0 = time.perf_counter()
     pres = PPO.train_ppo(penv, spec, pcfg, env_steps // (penv.num_envs * H), seed)
     out["ppo_train_s"] = time.perf_counter() - t0
@@ -220,8 +280,9 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     init = P.init_params(spec, torch.Generator().manual_seed(seed))
     for a in ft_alphas:
         fixed = torch.full((cfg.num_steps, len(model.param_shapes())), math.log(a))
-        out[f"pretrained_ft_{a:g}"] = curve(spec, pth, fixed, cfg, pres.obs_norm.stats, ev, eval_tasks, eval_episodes)
-        out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes)
+        out[f"pretrained_ft_{a:g}"] = curve(spec, pth, fixed, cfg, pres.obs_norm.stats, ev, eval_tasks, eval_episodes,
+                                            task_cls=task_cls)
+        out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
     log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
     return out
 
@@ -247,6 +308,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--body", choices=sorted(TASKS), default="ant",
+                    help="ant: MAML's ant forward/backward; runner: its half-cheetah forward/backward")
     ap.add_argument("--iters", type=int, default=40, help="meta-iterations per seed")
     ap.add_argument("--tasks", type=int, default=10, help="tasks (directions) per meta-iteration")
     ap.add_argument("--episodes", type=int, default=10, help="episodes per task and step")
@@ -262,11 +325,13 @@ def main(argv=None) -> None:
         results = []
         for s in range(args.first_seed, args.first_seed + args.seeds):
             results.append(run_seed(s, args.iters, args.tasks, args.episodes, eval_tasks=args.eval_tasks,
-                                    eval_episodes=args.eval_episodes))
+                                    eval_episodes=args.eval_episodes, body=args.body))
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(results, f)
-    print(f"mean return per episode (horizon {AntDirection.horizon}) after 0..3 steps, 95% interval over training seeds")
+    task_cls = TASKS[results[0].get("body", "ant")]
+    print(f"mean return per episode ({task_cls.BODY}, horizon {results[0].get('horizon', task_cls.horizon)}) after 0..3 steps, "
+          "95% interval over training seeds")
     print(summarise(results))
     print(f"total {time.perf_counter() - t0:.0f} s")
 

@@ -76,8 +76,9 @@ def curve(spec, theta, log_alpha, cfg, stats, seed: int, env_cls=Navigation2D) -
 
 
 def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
-             env_cls=Navigation2D, log=print, **cfg_kw) -> dict:
-    """``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
+             env_cls=Navigation2D, log=print, meta_only: bool = False, **cfg_kw) -> dict:
+    """``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments);
+    ``meta_only``: only meta-train and measure theta*'s curve (probes)."""
     torch.set_num_threads(1)
     cfg = ML.MetaConfig(**cfg_kw)
     spec = P.PolicySpec("mlp", env_cls.obs_dim, env_cls.act_dim, hidden=hidden)
@@ -98,6 +99,9 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     out["alpha_per_tensor"] = {n: [round(float(x), 4) for x in torch.exp(res.log_alpha[:, i])] for i, n in enumerate(names)}
     ev = 10_000 + 101 * seed
     out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, env_cls)
+    if meta_only:
+        log(json.dumps({k: v for k, v in out.items() if k != "alpha_curve"}))
+        return out
     # execution over ROUNDS rounds of the same task: the default (one learnt step per round from the current
     # parameters) against the paper's Algorithm 2 (every round 3 steps from theta* on the last round's episodes,
     # importance-weighted), with the same theta* and alpha*
@@ -136,7 +140,7 @@ def interval(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def summarise(results: list[dict]) -> str:
-    keys = ["meta"] + sorted(k for k in results[0] if k.startswith(("pretrained_ft_", "random_ft_")))
+    keys = ["meta"] + sorted(k for k in results[0] if k.startswith(("pretrained_ft_", "random_ft_")) and all(k in r for r in results))
     lines = [f"{'':24s}" + "".join(f"{'after ' + str(m) + ' steps':>18s}" for m in range(STEPS + 1))]
     for k in keys:
         m, h = interval(np.array([r[k] for r in results]))
@@ -149,6 +153,8 @@ def summarise(results: list[dict]) -> str:
 def summarise_rounds(results: list[dict]) -> str:
     lines = []
     for k in ("rounds_continue", "rounds_paper_alg2"):
+        if not all(k in r for r in results):
+            continue
         m, h = interval(np.array([r[k] for r in results]))
         lines.append(f"{k:24s}" + "".join(f"{mi:8.1f} +-{hi:4.1f}" for mi, hi in zip(m, h)))
     ess = [r["round2_ess"] for r in results if "round2_ess" in r]
@@ -175,6 +181,7 @@ def main(argv=None) -> None:
     ap.add_argument("--clip-value", type=float, default=None, help="clip of the inner steps (default: MetaConfig's)")
     ap.add_argument("--outer-steps", choices=("all", "post", "last"), default=None,
                     help="the outer objective's steps (default: MetaConfig's)")
+    ap.add_argument("--meta-only", action="store_true", help="skip the baselines and the execution rounds (probes)")
     ap.add_argument("--json", help="also write the per-seed results here")
     ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
     args = ap.parse_args(argv)
@@ -184,7 +191,7 @@ def main(argv=None) -> None:
     else:
         kw = {k: v for k, v in (("alpha_init", args.alpha_init), ("lr", args.lr), ("lr_alpha", args.lr_alpha),
                                 ("clip_value", args.clip_value), ("outer_steps", args.outer_steps)) if v is not None}
-        results = [run_seed(s, args.iters, args.tasks, args.episodes, hidden=args.hidden, **kw)
+        results = [run_seed(s, args.iters, args.tasks, args.episodes, hidden=args.hidden, meta_only=args.meta_only, **kw)
                    for s in range(args.first_seed, args.first_seed + args.seeds)]
     if args.json:
         with open(args.json, "w") as f:

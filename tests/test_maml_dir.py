@@ -1,5 +1,5 @@
-"""The locomotion-direction benchmark (benchmarks/maml_dir.py): the Ant scene, the reward's sign and
-the task-distribution contract, at tiny size."""
+"""The locomotion-direction benchmark (benchmarks/maml_dir.py): the Ant scene, the planar runner, the
+reward's sign and the task-distribution contract, at tiny size."""
 
 from __future__ import annotations
 
@@ -7,16 +7,18 @@ import math
 
 import mujoco
 import numpy as np
+import pytest
 import torch
 
-from benchmarks.maml_dir import AntDirection, CTRL_COST
+from benchmarks import planar_runner as PR
+from benchmarks.maml_dir import TASKS, AntDirection, DirectionTask, RunnerDirection
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import tasks as TK
 from sumo_cli.nets import policy as P
 from sumo_cli.sim import locomotion as LOC
 
 
-def _with_directions(env: AntDirection, dirs) -> np.ndarray:
+def _with_directions(env: DirectionTask, dirs) -> np.ndarray:
     env.tasks = np.asarray(dirs, dtype=np.float64)
     return env.next_task()
 
@@ -29,23 +31,38 @@ def test_the_scene_is_the_locomotion_scene_with_the_ant_and_the_bug_default_is_u
     assert LOC.build_model().nu == 12
 
 
-def test_reward_is_the_velocity_along_the_task_direction():
-    env = AntDirection(2, 2, seed=3)
+def test_the_runner_is_planar_and_stands():
+    """Six motors, root slide x / slide z / hinge y; observation without the root's x; left alone from
+    its reset it settles on its legs (torso above the floor, not flipped) without blowing up."""
+    env = RunnerDirection(1, 1, seed=0)
+    m = env.model
+    assert (m.nu, m.nq, m.nv) == (6, 9, 9) and env.state.shape == (1, RunnerDirection.obs_dim)
+    assert [m.joint(k).name for k in range(3)] == ["rootx", "rootz", "rooty"]
+    for _ in range(40):
+        env.step(np.zeros((1, 6)))
+    z = PR.START_Z + env.qpos[0, 1]
+    assert 0.25 < z < 0.9 and abs(env.qpos[0, 2]) < 0.5 and env.unstable_count == 0
+
+
+@pytest.mark.parametrize("body", sorted(TASKS))
+def test_reward_is_the_velocity_along_the_task_direction(body):
+    env = TASKS[body](2, 2, seed=3)
+    pos = env.body.position
     _with_directions(env, [1.0, -1.0])   # envs 0, 1 forward; 2, 3 backward
-    for i, d in enumerate(env.data):    # every Ant is shoved along +x, then does nothing
+    for i, d in enumerate(env.data):    # every body is shoved along +x, then does nothing
         d.qvel[0] = 2.0
         mujoco.mj_forward(env.model, d)
-        env.state[i, env.nq:] = d.qvel
-    x0 = env.state[:, 0].copy()
-    out = env.step(np.zeros((4, 8)))
-    dx = env.state[:, 0] - x0
+        env.qvel[i] = d.qvel
+    x0 = pos(env.qpos).copy()
+    out = env.step(np.zeros((4, env.act_dim)))
+    dx = pos(env.qpos) - x0
     assert (dx > 0.02).all()            # all moved forward
-    np.testing.assert_allclose(out.reward, [1, 1, -1, -1] * dx / LOC.DT, rtol=1e-5)
-    # the control cost: the same push with full torques earns CTRL_COST * 8 less than its velocity
+    np.testing.assert_allclose(out.reward, [1, 1, -1, -1] * dx / env.body.dt, rtol=1e-5)
+    # the control cost: the same push with full torques earns ctrl_cost * act_dim less than its velocity
     _with_directions(env, [1.0, 1.0])
-    x0 = env.state[:, 0].copy()
-    out = env.step(np.ones((4, 8)) * 5.0)   # clipped to 1
-    np.testing.assert_allclose(out.reward, (env.state[:, 0] - x0) / LOC.DT - CTRL_COST * 8, rtol=1e-5)
+    x0 = pos(env.qpos).copy()
+    out = env.step(np.ones((4, env.act_dim)) * 5.0)   # clipped to 1
+    np.testing.assert_allclose(out.reward, (pos(env.qpos) - x0) / env.body.dt - env.body.ctrl_cost * env.act_dim, rtol=1e-5)
 
 
 def test_a_distribution_keeps_directions_and_the_pretraining_stream_redraws_them():
@@ -64,11 +81,13 @@ def test_a_distribution_keeps_directions_and_the_pretraining_stream_redraws_them
     assert (stream.env_tasks != first).any()
 
 
-def test_the_meta_learner_runs_on_it():
+@pytest.mark.parametrize("body", sorted(TASKS))
+def test_the_meta_learner_runs_on_it(body):
     torch.manual_seed(0)
-    spec = P.PolicySpec("mlp", AntDirection.obs_dim, AntDirection.act_dim, hidden=8)
+    task_cls = TASKS[body]
+    spec = P.PolicySpec("mlp", task_cls.obs_dim, task_cls.act_dim, hidden=8)
     theta = P.init_params(spec, torch.Generator().manual_seed(0))
     cfg = ML.MetaConfig(inner_data="fresh", outer_steps="all")
     log_alpha = torch.full((cfg.num_steps, len(ML.GaussianModel(spec).param_shapes())), math.log(0.1))
-    out = TK.adaptation_curve(AntDirection(2, 2, seed=1, horizon=4), spec, theta, log_alpha, cfg, steps=2, seed=1)
+    out = TK.adaptation_curve(task_cls(2, 2, seed=1, horizon=4), spec, theta, log_alpha, cfg, steps=2, seed=1)
     assert out.shape == (3, 2) and np.isfinite(out).all()

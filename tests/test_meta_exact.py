@@ -261,3 +261,35 @@ def test_gaussian_policy_estimator_matches_quadrature_meta_gradient():
     exact0, est0 = _gaussian_bandit(48, score_term=False)
     torch.testing.assert_close(exact0, exact)
     assert float((est0 - exact).norm() / exact.norm()) > 0.1
+
+
+@pytest.mark.parametrize("outer_steps", ["all", "post"])
+def test_estimator_of_the_multi_step_objective_equals_its_exact_gradient(outer_steps):
+    """MAML-style consecutive steps with the multi-step outer objective: the mean of the returns of
+    phi^1 .. phi^M ("post"; "all" adds theta's own), phi^m's return measured on the batch it sampled
+    (which step m+1 then adapts on). Every pre-update batch changes the returns of all later
+    steps, so its score term must carry each of them, not only phi^M's."""
+    model, theta, cfg, log_alpha = _setup({"inner_data": "fresh", "clip_value": None, "outer_steps": outer_steps})
+    pre, pre_arms, pre_rew, post_arms, post_rew, G = _enumerate("fresh", 2, 1)
+    M, first = cfg.num_steps, cfg.outer_from
+    tr = ML.adapt_trace(model, theta, log_alpha, pre, cfg, create_graph=True, behaviour="theta")
+    p_pre = _prob(theta["logits"].expand(G, 2), pre_arms[0], pre_rew[0], P_PRE)
+    for m in range(1, M):
+        p_pre = p_pre * _prob(tr.phis[m]["logits"], pre_arms[m], pre_rew[m], P_PRE)
+    # phi^m's return (m < M): the mean reward of the batch it sampled; phi^M's: its expected post reward
+    returns = [pre_rew[m].mean(-1) for m in range(first, M)] + [(torch.softmax(tr.phi["logits"], -1) * P_POST).sum(-1)]
+    J = (p_pre * sum(returns) / len(returns)).sum() / 4
+    exact = [-g for g in torch.autograd.grad(J, [theta["logits"], log_alpha])]
+    with torch.no_grad():
+        lsm = torch.log_softmax(tr.phi["logits"], -1)
+        post_logp = torch.gather(lsm, -1, post_arms)
+        w = p_pre * _prob(tr.phi["logits"], post_arms, post_rew, P_POST)
+        # the outer targets: the pre batches with the log-probs of the policies that sampled them
+        targets = [_batch(pre_arms[m].to(DT), pre_rew[m], torch.gather(torch.log_softmax(tr.phis[m]["logits"], -1).expand(G, 2), -1, pre_arms[m]))
+                   for m in range(first, M)]
+    post = _batch(post_arms.to(DT), post_rew, post_logp)
+    mids = [(b, ML.adv_stats_of(b)) for b in targets]
+    out = ML.meta_loss(model, theta, log_alpha, pre, post, cfg, task_weights=w, mids=mids)
+    est = torch.autograd.grad(out.loss, [theta["logits"], log_alpha])
+    for e, s in zip(exact, est):
+        torch.testing.assert_close(s, e, rtol=1e-9, atol=1e-10)

@@ -887,18 +887,20 @@ class AdaptTrace:
     logps: list[Tensor]  # log pi_{phi^{m-1}}(a|s) on the batch used by step m, (T, *G, N), with graph
     batches: list[TrajBatch]  # the batch of each step
 
-    def score_logp(self, fresh: bool) -> Tensor:
-        """Sum over the sampled pre-update trajectories of their log-probability under the
-        policy that sampled them, per agent ``(Gf,)``: ``sum_k log pi_theta(tau^k)`` (reuse) or
-        ``sum_m sum_k log pi_{phi^m}(tau^k_m)`` (fresh), differentiable."""
-        used = range(len(self.logps)) if fresh else range(1)
-        tot = None
-        for m in used:
+    def score_logps(self, fresh: bool) -> list[Tensor]:
+        """Per pre-update batch, the sum of its trajectories' log-probabilities under the policy
+        that sampled them, per agent ``(Gf,)``, differentiable: ``[sum_k log pi_theta(tau^k)]``
+        (reuse) or ``[sum_k log pi_{phi^m}(tau^k_m) for m = 0 .. M-1]`` (fresh)."""
+        out = []
+        for m in range(len(self.logps) if fresh else 1):
             lp, b = self.logps[m], self.batches[m]
             s = torch.where(b.mask, lp, torch.zeros_like(lp))
-            s = s.reshape(s.shape[0], -1, s.shape[-1]).sum((0, 2))
-            tot = s if tot is None else tot + s
-        return tot
+            out.append(s.reshape(s.shape[0], -1, s.shape[-1]).sum((0, 2)))
+        return out
+
+    def score_logp(self, fresh: bool) -> Tensor:
+        """The sum of :meth:`score_logps` over the batches."""
+        return sum(self.score_logps(fresh))
 
 
 @torch.enable_grad()
@@ -1022,6 +1024,30 @@ def _ppo_terms(model, phi: Params, post: TrajBatch, cfg: MetaConfig, adv_stats, 
     return -(tw * per_agent).sum(), 0.5 * (tw * _per_agent_mean((v - post.returns) ** 2, mask)).sum(), ent
 
 
+def _multi_step_score(slps: list[Tensor], c_last: Tensor, mids, cfg: MetaConfig, tw: Tensor) -> Tensor:
+    """The score-function term of a multi-step objective (``outer_steps`` "all"/"post": the mean
+    of the returns R_j of phi^j, j = outer_from .. M). Pre-update batch i (sampled by phi^i, used by
+    step i+1) changes phi^{i+1} .. phi^M, so its log-probability is weighted by the mean over the
+    objective's terms of the returns it changes: ``w_i = (1/J) sum_{j >= max(i+1, outer_from)} c_j``,
+    ``c_j = score_coef (R_j - b_j) / (Lbar_j sigma_j)`` on the scale of phi^j's PPO term (``c_last``
+    for phi^M). R_0 (theta's own return, "all") is no batch's score: its PPO term is already
+    on-policy. Baselines of the intermediate returns: leave-one-out over the tasks of the batch
+    ("loo" and "ema"), none with "none"."""
+    cs = []
+    for b, (_, sd) in mids:
+        R, Lbar = post_returns(b)
+        base = (R.sum() - R) / (R.numel() - 1) if cfg.score_baseline != "none" and R.numel() > 1 else torch.zeros_like(R)
+        sigma = sd if cfg.normalize_adv else torch.ones((), dtype=R.dtype)
+        cs.append((cfg.score_coef * (R - base) / (Lbar * sigma)).detach())
+    cs.append(c_last)
+    first, M, J = cfg.outer_from, cfg.num_steps, len(cs)
+    score = torch.zeros((), dtype=c_last.dtype)
+    for i, s in enumerate(slps):
+        w = sum(cs[j - first] for j in range(max(i + 1, first), M + 1)) / J
+        score = score - (tw * w * s).sum()
+    return score
+
+
 def adv_stats_of(batch: TrajBatch) -> tuple[Tensor, Tensor]:
     """(mean, std) of a batch's advantages over its valid steps (the outer PPO's standardisation)."""
     a = batch.adv[batch.mask]
@@ -1073,9 +1099,10 @@ def meta_loss(
     normalised to sum 1), e.g. probabilities when the expectation is enumerated exactly.
     ``mids`` (``cfg.outer_steps="all"``): for m = 0 .. M-1, the batch sampled by ``phi^m`` (outer
     targets; it is also ``pre[m]``; ``phi^0 = theta``) and its advantage statistics; the PPO and
-    value terms become the mean over ``phi^0 .. phi^M`` (the score term stays that of the last
-    step's return). With ``outer_steps="post"`` the list starts at ``phi^1`` (m = 1 .. M-1) and the
-    mean is over ``phi^1 .. phi^M``."""
+    value terms become the mean over ``phi^0 .. phi^M``, and each pre-update batch's score term
+    carries the returns of the later steps it changes (:func:`_multi_step_score`). With
+    ``outer_steps="post"`` the list starts at ``phi^1`` (m = 1 .. M-1) and the mean is over
+    ``phi^1 .. phi^M``."""
     model = as_model(model, cfg)
     fresh = isinstance(pre, list) and len(pre) == cfg.num_steps and cfg.num_steps > 1
     trace = adapt_trace(model, theta, log_alpha, pre, cfg, create_graph=True, behaviour=behaviour)
@@ -1119,8 +1146,10 @@ def meta_loss(
             else:
                 baseline = torch.zeros_like(R)
         c = (cfg.score_coef * (R - baseline) / (Lbar * sigma)).detach()
-        slp = trace.score_logp(fresh)
-        score = -(tw * c * slp).sum()
+        if mids:
+            score = _multi_step_score(trace.score_logps(fresh), c, mids, cfg, tw)
+        else:
+            score = -(tw * c * trace.score_logp(fresh)).sum()
         loss = loss + score
     else:
         c = torch.zeros_like(R)
