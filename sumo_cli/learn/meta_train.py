@@ -357,8 +357,6 @@ def meta_train(
     norm = nz.RunningNormalizer(spec.obs_dim) if normalize_obs else None
     result = MetaTrainResult(learner, norm)
     for it in range(iterations):
-        if cfg.lr_anneal:
-            learner.scale_lr(1.0 - it / iterations)
         stats = None if norm is None else {k: v.clone() for k, v in norm.stats.items()}
         info, rollouts = meta_iteration(env, spec, learner, stats, steps_pre, steps_post, seed * 100003 + it, gen)
         if norm is not None:
