@@ -1,5 +1,10 @@
-"""Locomotion with a goal direction (Finn et al. 2017, MAML, Sec. 5.3: "ant, forward/backward"),
-on this project's Ant, scaled to a 2-core machine.
+"""Locomotion with a goal direction (Finn et al. 2017, MAML, Sec. 5.3: "ant, forward/backward" and
+"half-cheetah, forward/backward"), on this project's Ant and on a planar runner written here
+(:mod:`benchmarks.planar_runner`, ``--body runner``), scaled to a 2-core machine.
+
+The runner's task (:class:`RunnerDirection`): reward per env step ``d * x-velocity of the root -
+0.05 * sum(a^2)`` (rllab's half-cheetah direction task: 0.5 * 0.1), episodes of
+``RUNNER_HORIZON`` = 100 env steps (5 s; MAML: 200), observation without the root's x position.
 
 The task family (:class:`AntDirection`): the RoboSumo Ant (``bodies.body_spec("ant")``) alone on
 flat ground, the scene of the nonstationary-locomotion task (:func:`sumo_cli.sim.locomotion.scene_xml`
@@ -17,7 +22,7 @@ survival bonus (the locomotion task has neither); the horizon is ``HORIZON`` = 5
 on one core in half an hour). The published returns are therefore on a different scale; what is
 compared is the shape: the gain from step 0 to step 1 and whether steps 2-3 hold it.
 
-``python -m benchmarks.maml_dir --seeds 3`` meta-trains the default configuration (the one
+``python -m benchmarks.maml_dir --seeds 3 [--body runner]`` meta-trains the default configuration (the one
 :mod:`benchmarks.maml_nav` uses: :class:`~sumo_cli.learn.meta.MetaConfig` with MAML-style
 steps on fresh episodes), pre-trains a PPO policy on the same number of env steps (every episode
 a new direction), then plays fresh tasks with
@@ -223,6 +228,7 @@ class RunnerDirection(DirectionTask):
 
 
 TASKS = {"ant": AntDirection, "runner": RunnerDirection}
+DEFAULT_ITERS = {"ant": 40, "runner": 150}  # the runner: 6 M env steps per seed, ~13 min of meta-training on one core
 
 
 # ----------------------------------------------------------------------------------------------
@@ -310,7 +316,7 @@ def main(argv=None) -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--body", choices=sorted(TASKS), default="ant",
                     help="ant: MAML's ant forward/backward; runner: its half-cheetah forward/backward")
-    ap.add_argument("--iters", type=int, default=40, help="meta-iterations per seed")
+    ap.add_argument("--iters", type=int, default=None, help="meta-iterations per seed (default: ant 40, runner 150)")
     ap.add_argument("--tasks", type=int, default=10, help="tasks (directions) per meta-iteration")
     ap.add_argument("--episodes", type=int, default=10, help="episodes per task and step")
     ap.add_argument("--eval-tasks", type=int, default=EVAL_TASKS)
@@ -324,7 +330,7 @@ def main(argv=None) -> None:
     else:
         results = []
         for s in range(args.first_seed, args.first_seed + args.seeds):
-            results.append(run_seed(s, args.iters, args.tasks, args.episodes, eval_tasks=args.eval_tasks,
+            results.append(run_seed(s, args.iters or DEFAULT_ITERS[args.body], args.tasks, args.episodes, eval_tasks=args.eval_tasks,
                                     eval_episodes=args.eval_episodes, body=args.body))
             if args.json:
                 with open(args.json, "w") as f:
