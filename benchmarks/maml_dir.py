@@ -58,7 +58,6 @@ from sumo_cli.learn.vec_env import StepOut
 from sumo_cli.nets import policy as P
 from sumo_cli.sim import locomotion as LOC
 
-BODY = "ant"  # MAML's "ant, forward/backward"; the Bug would be the fallback (the scene takes any body)
 HORIZON = 50  # env steps per episode (2.5 s); MAML: 200. Shortened for one core, see the docstring
 RUNNER_HORIZON = 100  # the runner's episodes (5 s); MAML: 200, halved for the 2-core machine
 CTRL_COST = LOC.CTRL_COST  # 0.01, the locomotion task's; rllab's Ant uses 0.5 * 1e-2 on its own action scale
@@ -84,14 +83,13 @@ _BAD = LOC._BAD_WARNINGS
 @dataclass(frozen=True)
 class Body:
     """What the direction task needs of a body: its model, reset, observation, position along the
-    rewarded axis, control cost and episode length."""
+    rewarded axis, control cost and env step."""
 
     build: Callable[[str], mujoco.MjModel]
     reset: Callable[[mujoco.MjModel, mujoco.MjData, np.random.Generator], None]
     observe: Callable[[np.ndarray, np.ndarray], np.ndarray]  # (qpos, qvel) -> observation
     position: Callable[[np.ndarray], np.ndarray]  # qpos rows -> position along the rewarded axis
     ctrl_cost: float
-    horizon: int
     dt: float
     frame_skip: int
 
@@ -100,10 +98,10 @@ BODIES = {
     # the RoboSumo Ant in the locomotion scene; observes qpos (torso xyz, quaternion, 8 joints) and qvel
     "ant": Body(lambda physics: LOC.build_model(physics, "ant"), LOC.reset_pose,
                 lambda q, v: np.concatenate([q, v], -1), lambda q: q[..., :2] @ AXIS,
-                CTRL_COST, HORIZON, LOC.DT, LOC.FRAME_SKIP),
+                CTRL_COST, LOC.DT, LOC.FRAME_SKIP),
     # the planar runner (half-cheetah); rllab's half-cheetah direction task: control cost 0.5 * 0.1 * sum(a^2)
     "runner": Body(PR.build_model, PR.reset_pose, lambda q, v: np.concatenate([q[..., 1:], v], -1),
-                   lambda q: q[..., 0], 0.05, RUNNER_HORIZON, PR.DT, PR.FRAME_SKIP),
+                   lambda q: q[..., 0], 0.05, PR.DT, PR.FRAME_SKIP),
 }
 
 
