@@ -128,7 +128,6 @@ class DirectionTask:
             self.horizon = int(horizon)
         self.resample = bool(resample_every_episode)
         self.model = m = self.body.build(physics)
-        self.nq = m.nq
         self.data = [mujoco.MjData(m) for _ in range(n)]
         self.qpos = np.zeros((n, m.nq))
         self.qvel = np.zeros((n, m.nv))

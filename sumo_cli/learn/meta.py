@@ -898,10 +898,6 @@ class AdaptTrace:
             out.append(s.reshape(s.shape[0], -1, s.shape[-1]).sum((0, 2)))
         return out
 
-    def score_logp(self, fresh: bool) -> Tensor:
-        """The sum of :meth:`score_logps` over the batches."""
-        return sum(self.score_logps(fresh))
-
 
 @torch.enable_grad()
 def adapt_trace(
@@ -1024,24 +1020,27 @@ def _ppo_terms(model, phi: Params, post: TrajBatch, cfg: MetaConfig, adv_stats, 
     return -(tw * per_agent).sum(), 0.5 * (tw * _per_agent_mean((v - post.returns) ** 2, mask)).sum(), ent
 
 
-def _multi_step_score(slps: list[Tensor], c_last: Tensor, mids, cfg: MetaConfig, tw: Tensor) -> Tensor:
-    """The score-function term of a multi-step objective (``outer_steps`` "all"/"post": the mean
-    of the returns R_j of phi^j, j = outer_from .. M). Pre-update batch i (sampled by phi^i, used by
-    step i+1) changes phi^{i+1} .. phi^M, so its log-probability is weighted by the mean over the
-    objective's terms of the returns it changes: ``w_i = (1/J) sum_{j >= max(i+1, outer_from)} c_j``,
-    ``c_j = score_coef (R_j - b_j) / (Lbar_j sigma_j)`` on the scale of phi^j's PPO term (``c_last``
-    for phi^M). R_0 (theta's own return, "all") is no batch's score: its PPO term is already
-    on-policy. Baselines of the intermediate returns: leave-one-out over the tasks of the batch
-    ("loo" and "ema"), none with "none"."""
-    cs = []
-    for b, (_, sd) in mids:
-        R, Lbar = post_returns(b)
-        base = (R.sum() - R) / (R.numel() - 1) if cfg.score_baseline != "none" and R.numel() > 1 else torch.zeros_like(R)
-        sigma = sd if cfg.normalize_adv else torch.ones((), dtype=R.dtype)
-        cs.append((cfg.score_coef * (R - base) / (Lbar * sigma)).detach())
-    cs.append(c_last)
-    first, M, J = cfg.outer_from, cfg.num_steps, len(cs)
-    score = torch.zeros((), dtype=c_last.dtype)
+def _loo(R: Tensor) -> Tensor:
+    """Leave-one-out baseline: for every task, the mean of the other tasks' returns (0 with one task)."""
+    return (R.sum() - R) / (R.numel() - 1) if R.numel() > 1 else torch.zeros_like(R)
+
+
+def _score_coef(R: Tensor, Lbar: Tensor, sigma: Tensor, baseline: Tensor, cfg: MetaConfig) -> Tensor:
+    """``c = score_coef (R - b) / (Lbar sigma)`` per task: the weight of a return in the score term, on
+    the scale of the PPO term of the policy that earned it (mean over ``Lbar`` steps per episode,
+    advantages divided by ``sigma``)."""
+    return (cfg.score_coef * (R - baseline) / (Lbar * sigma)).detach()
+
+
+def _score_term(slps: list[Tensor], cs: list[Tensor], first: int, tw: Tensor) -> Tensor:
+    """The score-function term of the pre-update batches for an objective that is the mean of the
+    returns of phi^first .. phi^M (``cs[k]``: the coefficient of phi^(first+k)'s return). Batch i
+    (sampled by phi^i, used by step i+1) changes phi^(i+1) .. phi^M, so its log-probability
+    ``slps[i]`` is weighted by ``(1/J) sum_{j >= max(i+1, first)} c_j`` over the J terms. With one
+    term (``first = M``) every batch carries phi^M's return; R_0 (theta's own return, "all") is no
+    batch's score: its PPO term is already on-policy."""
+    M, J = first + len(cs) - 1, len(cs)
+    score = torch.zeros((), dtype=cs[-1].dtype)
     for i, s in enumerate(slps):
         w = sum(cs[j - first] for j in range(max(i + 1, first), M + 1)) / J
         score = score - (tw * w * s).sum()
@@ -1100,7 +1099,7 @@ def meta_loss(
     ``mids`` (``cfg.outer_steps="all"``): for m = 0 .. M-1, the batch sampled by ``phi^m`` (outer
     targets; it is also ``pre[m]``; ``phi^0 = theta``) and its advantage statistics; the PPO and
     value terms become the mean over ``phi^0 .. phi^M``, and each pre-update batch's score term
-    carries the returns of the later steps it changes (:func:`_multi_step_score`). With
+    carries the returns of the later steps it changes (:func:`_score_term`). With
     ``outer_steps="post"`` the list starts at ``phi^1`` (m = 1 .. M-1) and the mean is over
     ``phi^1 .. phi^M``."""
     model = as_model(model, cfg)
@@ -1141,15 +1140,18 @@ def meta_loss(
     R, Lbar = post_returns(post) if post_stats is None else post_stats
     if cfg.score_term:
         if baseline is None:
-            if cfg.score_baseline == "loo" and R.numel() > 1:
-                baseline = (R.sum() - R) / (R.numel() - 1)
-            else:
-                baseline = torch.zeros_like(R)
-        c = (cfg.score_coef * (R - baseline) / (Lbar * sigma)).detach()
-        if mids:
-            score = _multi_step_score(trace.score_logps(fresh), c, mids, cfg, tw)
-        else:
-            score = -(tw * c * trace.score_logp(fresh)).sum()
+            baseline = _loo(R) if cfg.score_baseline == "loo" else torch.zeros_like(R)
+        c = _score_coef(R, Lbar, sigma, baseline, cfg)
+        cs = [c]
+        if mids:  # the intermediate returns' baselines: leave-one-out ("loo" and "ema"), none with "none"
+            cs = []
+            for b, (_, sd) in mids:
+                Rj, Lj = post_returns(b)
+                bj = _loo(Rj) if cfg.score_baseline != "none" else torch.zeros_like(Rj)
+                cs.append(_score_coef(Rj, Lj, sd if cfg.normalize_adv else torch.ones((), dtype=Rj.dtype), bj, cfg))
+            cs.append(c)
+        first = cfg.outer_from if mids else cfg.num_steps
+        score = _score_term(trace.score_logps(fresh), cs, first, tw)
         loss = loss + score
     else:
         c = torch.zeros_like(R)
