@@ -206,3 +206,29 @@ def test_nothing_is_printed_after_the_resume_command(db_copy, tmp_path, monkeypa
     # communicate() returned once the resource tracker, which shares the driver's stderr, ended too
     hint = " ".join(err.split()).split("Resume with: ", 1)[1]
     assert re.fullmatch(r"sumo --db '[^']+' tournament --resume \d+", hint), err
+
+
+def test_an_interrupt_that_lands_in_a_finalizer_is_delivered_again():
+    """Python runs a signal handler between any two bytecodes, finalizers included, and drops what
+    a finalizer raises ("Exception ignored in ..."). A Ctrl-C that lands there (an ORM object's
+    weakref clean-up, say) must still stop the command, not be lost with the handler already set
+    to ignore the next one."""
+    from sumo_cli.cli.common import first_interrupt_only
+
+    class SignalledWhileCollected:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs in here, inside the finalizer
+                pass
+
+    hook = sys.unraisablehook
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with first_interrupt_only():
+                SignalledWhileCollected()  # collected at once
+                for _ in range(200):
+                    time.sleep(0.005)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    assert sys.unraisablehook is hook

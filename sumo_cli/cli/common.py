@@ -13,6 +13,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 from typing import Any, Callable, Iterator
 
 import typer
@@ -99,23 +100,43 @@ def first_interrupt_only() -> Iterator[None]:
     Ctrl-C cannot break the saving and clean-up that the first one started. SIGTERM (``kill PID``,
     a batch scheduler's notice, a container stopping) takes the same path: the work done is saved,
     the run is marked interrupted and the resume command printed. A background job (``cmd &``)
-    starts with SIGINT ignored; SIGTERM is then how to stop it."""
+    starts with SIGINT ignored; SIGTERM is then how to stop it.
+
+    Python runs the handler between any two bytecodes, finalizers included, and drops what a
+    finalizer raises: an interrupt that lands there is raised again in the code that runs next."""
     wanted = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
     # only the signals whose disposition is still the default: ignored ones (a background job's SIGINT) or someone
     # else's handlers stay as they are
     ours = [sig for sig, default in wanted.items() if signal.getsignal(sig) is default]
+    ignore_all = {*ours, signal.SIGINT}  # a re-delivered interrupt comes as SIGINT
 
     def once(signum, frame):  # noqa: ANN001
-        for sig in ours:
+        for sig in ignore_all:
             signal.signal(sig, signal.SIG_IGN)
         raise KeyboardInterrupt
+
+    unraisable = sys.unraisablehook
+
+    def redeliver(info) -> None:  # noqa: ANN001
+        if isinstance(info.exc_value, KeyboardInterrupt):  # dropped in a finalizer: raise it once more, from a
+            # timer thread, so that it lands in the code that runs after this hook, not in the hook itself
+            signal.signal(signal.SIGINT, once)
+            timer = threading.Timer(0.01, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+            timer.daemon = True
+            timer.start()
+        else:
+            unraisable(info)
 
     try:
         previous = {sig: signal.signal(sig, once) for sig in ours}
     except ValueError:  # not the main thread
         yield
         return
-    yield
+    sys.unraisablehook = redeliver
+    try:
+        yield
+    finally:
+        sys.unraisablehook = unraisable
     for sig, handler in previous.items():  # only on success: after an interrupt the process is exiting
         signal.signal(sig, handler)
 
