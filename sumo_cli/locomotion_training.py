@@ -21,6 +21,7 @@ from sumo_cli import training as TR
 from sumo_cli.errors import UserError
 from sumo_cli.learn import locomotion_learn as LL
 from sumo_cli.learn import selfplay as SP
+from sumo_cli.runtime import ownership
 from sumo_cli.store import games as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
@@ -70,6 +71,7 @@ def check_resume(db: Database, run_id: int) -> tuple[LL.LocoConfig, str, int]:
         if run.status == "finished":
             raise UserError(f"training run {run_id} already finished all {run.progress_total} iterations; "
                             "start a new run to train further")
+        ownership.check_not_running(run)
         return LL.LocoConfig.from_dict(run.config["locomotion"]), run.config["agent"], run.progress_done
 
 
@@ -82,22 +84,23 @@ def run_training(db: Database, run_id: int, n_threads: int = 1,
         cfg = LL.LocoConfig.from_dict(run.config["locomotion"])
         agent_name = run.config["agent"]
         state = dict(run.state or {})
+    owner = ownership.claim(db, run_id)
     try:  # a Ctrl-C during the set-up leaves a run to resume too
         learner = LL.make_learner(cfg, n_threads)
         if "theta0" not in state:  # a new run, or one stopped before they were written: derived from the seed
             state = _write_start(db, run_id, cfg, agent_name, learner)
         start = TR.restore_learner(learner, state)
         with db.write() as s:
-            store_runs.set_run_status(s, run_id, "running", done=start)
+            store_runs.set_run_status(s, run_id, "running", done=start, owner=owner)
     except KeyboardInterrupt:
-        raise TR.interrupted(db, run_id, cfg.iterations) from None
+        raise TR.interrupted(db, run_id, cfg.iterations, owner) from None
     ckpt_meta = LL.snapshot_metadata(cfg, learner)
 
     def save_iteration(k: int, lrn, metrics: dict, snapshot: bool) -> None:  # noqa: ANN001
         summary = {key: metrics.get(key) for key in ("mean_return", "episodes")}
         TR.commit_iteration(db, run_id, agent_name, k, lrn, metrics, snapshot, body=names.LOCOMOTION,
                             strategy=cfg.strategy, env_steps=k * cfg.steps_per_iteration, summary=summary,
-                            ckpt_meta=ckpt_meta)
+                            ckpt_meta=ckpt_meta, owner=owner)
 
     history: list[SP.Progress] = []
 
@@ -108,7 +111,8 @@ def run_training(db: Database, run_id: int, n_threads: int = 1,
             on_iteration(p)
 
     t0 = time.perf_counter()
-    TR.drive(db, run_id, cfg.iterations, lambda: LL.train(cfg, learner, save_iteration, start=start, on_iteration=report))
+    TR.drive(db, run_id, cfg.iterations, lambda: LL.train(cfg, learner, save_iteration, start=start, on_iteration=report),
+             owner)
     wall = time.perf_counter() - t0
     steps = len(history) * cfg.steps_per_iteration
     last = history[-1].metrics if history else {}

@@ -36,6 +36,7 @@ from sumo_cli.learn.sumo_vec import OpponentPolicy
 from sumo_cli.library import checkpoint_file
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets.checkpoint import checkpoint_paths, checkpoint_tensors, load_checkpoint, save_checkpoint
+from sumo_cli.runtime import ownership
 from sumo_cli.store import games as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
@@ -100,6 +101,11 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
                  for v in registry.get_agent(s, op.name).versions if op.pinned is None or v.version == op.pinned]
     if not opponents:
         raise UserError("--opponents is empty; give agent names, or self for self-play")
+    still = cfg.strategy != "meta" and (cfg.motionless_iterations > 0 or cfg.motionless_fraction > 0)
+    if still and any(op.body == "spider" for op in opponents):
+        raise UserError("a motionless Spider sinks below the fall line by itself (a win for nothing): while motionless "
+                        "opponents are on, train against Ant and Bug agents (e.g. --opponents ant-mlp@155,bug-mlp@328), "
+                        "or turn them off with --motionless-iterations 0 --motionless-fraction 0")
     if cfg.init_from:
         cfg.init_from = _check_init_from(db, cfg)
     if cfg.teacher == AUTO_TEACHER:  # checked as it is chosen
@@ -191,8 +197,8 @@ class DbTrainStore:
     """:class:`~sumo_cli.learn.selfplay.TrainStore` over the database and checkpoint files."""
 
     def __init__(self, db: Database, run_id: int, agent_name: str, cfg: SP.TrainConfig, opponents: list[Opponent],
-                 theta0: dict, cache_size: int = 64):
-        self.db, self.run_id, self.agent_name, self.cfg = db, run_id, agent_name, cfg
+                 theta0: dict, cache_size: int = 64, owner: str | None = None):
+        self.db, self.run_id, self.agent_name, self.cfg, self.owner = db, run_id, agent_name, cfg, owner
         self.opponents = opponents
         self.theta0 = theta0
         self._cache: OrderedDict[tuple[str, int], OpponentPolicy] = OrderedDict()
@@ -248,7 +254,7 @@ class DbTrainStore:
         version_file, digest = commit_iteration(
             self.db, self.run_id, self.agent_name, k, learner, metrics, snapshot, body=cfg.body,
             strategy=cfg.strategy, env_steps=self.env_steps, summary=summary,
-            ckpt_meta={"reward_scale": cfg.reward_scale})
+            ckpt_meta={"reward_scale": cfg.reward_scale}, owner=self.owner)
         if snapshot:
             self.files[(SP.SELF, k)] = (str(version_file), digest, cfg.body)
             self.own.append(k)
@@ -256,11 +262,15 @@ class DbTrainStore:
 
 def commit_iteration(db: Database, run_id: int, agent_name: str, k: int, learner: SP.Learner, metrics: dict,
                      snapshot: bool, *, body: str, strategy: str, env_steps: int, summary: dict,
-                     ckpt_meta: dict | None = None) -> tuple[Path | None, str | None]:
+                     ckpt_meta: dict | None = None, owner: str | None = None) -> tuple[Path | None, str | None]:
     """Persist iteration k of any training run (sumo or locomotion): the version's checkpoint when
     ``snapshot``, the learner state, then one transaction with the Iteration row, the Version row
     and the run's progress. Returns the version's checkpoint path and SHA-256 (None, None without
-    a snapshot)."""
+    a snapshot). ``owner``: the claim of the process writing (:func:`ownership.claim`), checked before the
+    files are written and again in the transaction."""
+    if owner is not None:
+        with db.read() as s:
+            store_runs.check_owner(s, run_id, owner)
     version_file = digest = None
     if snapshot:
         params, stats = learner.policy()
@@ -279,7 +289,8 @@ def commit_iteration(db: Database, run_id: int, agent_name: str, k: int, learner
             row = registry.add_version(s, agent, k, str(version_file), digest, iteration=k, metrics=summary)
             row.run_id = run_id
         run = store_runs.get_run(s, run_id, RUN_KIND)
-        store_runs.set_run_status(s, run_id, "running", done=k, state={**(run.state or {}), "learner": state})
+        store_runs.set_run_status(s, run_id, "running", done=k, state={**(run.state or {}), "learner": state},
+                                  owner=owner)
     _drop_old_learner_states(db, run_id, keep=k)
     return version_file, digest
 
@@ -344,6 +355,7 @@ def check_resume(db: Database, run_id: int) -> tuple[SP.TrainConfig, str, int]:
         if run.status == "finished":
             raise UserError(f"training run {run_id} already finished all {run.progress_total} iterations; "
                             "start a new run to train further")
+        ownership.check_not_running(run)
         cfg = SP.TrainConfig.from_dict(run.config["train"])
         return cfg, run.config["agent"], run.progress_done
 
@@ -369,6 +381,7 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
     factory = SP.learner_factory(cfg.strategy)
     if factory is None:
         raise UserError(f"training with strategy {cfg.strategy!r} is not available in this sumo")
+    owner = ownership.claim(db, run_id)
     try:  # the set-up takes seconds (torch, the start files): a Ctrl-C there leaves a run to resume too
         learner = factory(SP.policy_spec(cfg), cfg)
         if "theta0" not in state:  # a new run, or one stopped before they were written: derived from the seed
@@ -378,11 +391,11 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
         start = restore_learner(learner, state)
         if cfg.teacher:
             learner.teacher = load_teacher(db, cfg.teacher)
-        store = DbTrainStore(db, run_id, agent_name, cfg, opponents, state["theta0"])
+        store = DbTrainStore(db, run_id, agent_name, cfg, opponents, state["theta0"], owner=owner)
         with db.write() as s:
-            store_runs.set_run_status(s, run_id, "running", done=start)
+            store_runs.set_run_status(s, run_id, "running", done=start, owner=owner)
     except KeyboardInterrupt:
-        raise interrupted(db, run_id, cfg.iterations) from None
+        raise interrupted(db, run_id, cfg.iterations, owner) from None
     t0 = time.perf_counter()
     history: list[SP.Progress] = []
 
@@ -392,7 +405,8 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
         if on_iteration is not None:
             on_iteration(p)
 
-    drive(db, run_id, cfg.iterations, lambda: SP.train(cfg, learner, store, executor, start=start, on_iteration=report))
+    drive(db, run_id, cfg.iterations, lambda: SP.train(cfg, learner, store, executor, start=start, on_iteration=report),
+          owner)
     wall = time.perf_counter() - t0
     steps = sum(SP.iteration_env_steps(p.metrics, cfg.steps_per_iteration) for p in history)
     last = history[-1].metrics if history else {}
@@ -407,26 +421,28 @@ def run_training(db: Database, run_id: int, executor, on_iteration: Callable[[SP
     }
 
 
-def drive(db: Database, run_id: int, total: int, loop: Callable[[], object]) -> None:
+def drive(db: Database, run_id: int, total: int, loop: Callable[[], object], owner: str | None = None) -> None:
     """Run a training loop and keep the run's status true: Ctrl-C marks it interrupted and raises
     :class:`TrainingInterrupted` (what was committed stays), an error marks it failed, the end
-    marks it finished."""
+    marks it finished; each releases the run. A run taken over by another process is left to it."""
     try:
         loop()
     except KeyboardInterrupt:
-        raise interrupted(db, run_id, total) from None
+        raise interrupted(db, run_id, total, owner) from None
+    except store_runs.RunTakenOver:
+        raise
     except BaseException:
         with db.write() as s:
-            store_runs.set_run_status(s, run_id, "failed")
+            store_runs.set_run_status(s, run_id, "failed", owner=owner)
         raise
     with db.write() as s:
-        store_runs.set_run_status(s, run_id, "finished", done=total)
+        store_runs.set_run_status(s, run_id, "finished", done=total, owner=owner)
 
 
-def interrupted(db: Database, run_id: int, total: int) -> TrainingInterrupted:
-    """Mark run ``run_id`` interrupted; the exception that says how far it got."""
+def interrupted(db: Database, run_id: int, total: int, owner: str | None = None) -> TrainingInterrupted:
+    """Mark run ``run_id`` interrupted and release it; the exception that says how far it got."""
     with db.write() as s:
-        store_runs.set_run_status(s, run_id, "interrupted")
+        store_runs.set_run_status(s, run_id, "interrupted", owner=owner)
         done = store_runs.get_run(s, run_id).progress_done
     return TrainingInterrupted(run_id, done, total)
 

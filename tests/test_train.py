@@ -328,3 +328,27 @@ def test_the_fight_recipe_is_the_default_and_typed_options_override_it(cli, tmp_
     assert TrainConfig(**recipe_values("paper")) == TrainConfig(recipe="paper")
     code, _, err = cli("train", "--body", "ant", "--recipe", "fast-one")
     assert code == 2 and "unknown recipe 'fast-one'; choose one of fight, paper, push" in err
+
+
+def test_the_spider_learns_against_ant_and_bug_agents_and_never_a_motionless_spider(cli, tmp_path, monkeypatch):
+    """A motionless Spider sags below the fall line by itself: the fight recipe gives the Spider the
+    shipped Ant and Bug MLPs as opponents (with a longer motionless phase), and a run that would face
+    motionless Spiders is refused with nothing written."""
+    monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
+    code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--opponents", "self", "--envs", "2", "--steps", "20")
+    assert code == 2 and "a motionless Spider sinks below the fall line by itself" in err, err
+    assert rows(tmp_path)["Run"] == []
+    code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--envs", "2", "--steps", "20", "--epochs", "1",
+                       "--minibatches", "1", "--iterations", "1", "--name", "recipe-spider")
+    assert code == 0, err
+    (run,) = rows(tmp_path)["Run"]
+    stored = run.config["train"]
+    assert stored["opponents"] == ["ant-mlp@155", "bug-mlp@328"]
+    assert (stored["motionless_iterations"], stored["motionless_fraction"]) == (500, 0.5)
+    assert [(o["name"], o["body"], o["pinned"]) for o in run.config["opponents"]] == [("ant-mlp", "ant", 155),
+                                                                                        ("bug-mlp", "bug", 328)]
+    # without motionless opponents a Spider may play Spiders (self-play)
+    code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--opponents", "self", "--motionless-iterations", "0",
+                       "--motionless-fraction", "0", "--envs", "2", "--steps", "20", "--epochs", "1", "--minibatches", "1",
+                       "--iterations", "1", "--name", "selfplay-spider")
+    assert code == 0, err

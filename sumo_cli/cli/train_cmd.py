@@ -164,7 +164,7 @@ def train(
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
         from sumo_cli.learn.recipes import DEFAULT, recipe_values
 
-        kw = recipe_values((recipe or DEFAULT).strip().lower())  # a known name: _check_names
+        kw = recipe_values((recipe or DEFAULT).strip().lower(), body.strip().lower())  # known names: _check_names
         kw.update({_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env", "recipe")})
         kw["body"] = body.strip().lower()
         kw["arch"] = (arch or "lstm").strip().lower()

@@ -28,6 +28,7 @@ from sumo_cli.compete.engine import CONCURRENCY, batches, run_games_job
 from sumo_cli.compete.tournament import each_game, open_run
 from sumo_cli.errors import UserError
 from sumo_cli.library import load_agent
+from sumo_cli.runtime import ownership
 from sumo_cli.store import games as store_games
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Match, Member as MemberRow
@@ -53,6 +54,7 @@ class EvolutionRunner:
         self.config, self.seed, self.members, loaded = open_run(
             db, run_id, "evolution", f"evolution run {run_id} is already finished; `sumo runs show {run_id}` shows it")
         self.run_id = run_id
+        self.owner: str | None = None  # this process's claim on the run, taken when it starts playing
         self.data = [AgentData.from_loaded(x) for x in loaded]
         self.version_ids = [x.version_id for x in loaded]
         self.matches = self.config["matches"]
@@ -112,6 +114,7 @@ class EvolutionRunner:
 
         mj = mujoco_version()
         settings = self.config["game"]
+        self.owner = ownership.claim(self.db, self.run_id)
         try:
             for g in range(self.config["generations"]):
                 if self.slots_of(g + 1) is not None:
@@ -129,10 +132,12 @@ class EvolutionRunner:
                 for idx, result in each_game(executor.run(run_games_job, jobs, on_progress)):
                     x = schedule[idx]
                     with self.db.write() as s:
+                        store_games.check_owner(s, self.run_id, self.owner)
                         store_games.record_game(
                             s, result, self.version_ids[slots[x.a]], self.version_ids[slots[x.b]],
                             code_version=__version__, mujoco_version=mj, run_id=self.run_id, run_index=base + idx)
-                        store_games.set_run_status(s, self.run_id, "running", done=base + len(outcomes) + 1)
+                        store_games.set_run_status(s, self.run_id, "running", done=base + len(outcomes) + 1,
+                                                   owner=self.owner)
                     outcomes[idx] = result["outcome"]
                     if on_game is not None:
                         on_game(g, len(outcomes))
@@ -144,13 +149,16 @@ class EvolutionRunner:
                         s.add(MemberRow(run_id=self.run_id, generation=g + 1, slot=slot,
                                         version_id=self.version_ids[nxt[slot]], parent_slot=p,
                                         cloned_by_match=None if gi is None else base + gi))
-                    store_games.set_run_status(s, self.run_id, "running", done=base + self.matches)
+                    store_games.check_owner(s, self.run_id, self.owner)
+                    store_games.set_run_status(s, self.run_id, "running", done=base + self.matches, owner=self.owner)
                 if on_generation is not None:
                     on_generation(g + 1, self.shares(nxt))
+        except store_games.RunTakenOver:
+            raise
         except BaseException:
             with self.db.write() as s:
-                store_games.set_run_status(s, self.run_id, "interrupted")
+                store_games.set_run_status(s, self.run_id, "interrupted", owner=self.owner)
             raise
         with self.db.write() as s:
-            store_games.set_run_status(s, self.run_id, "finished")
+            store_games.set_run_status(s, self.run_id, "finished", owner=self.owner)
         return self.history()

@@ -20,6 +20,7 @@ from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import ScheduledGame, random_pairs
 from sumo_cli.errors import UserError
 from sumo_cli.library import load_agent
+from sumo_cli.runtime import ownership
 from sumo_cli.store import games as store_games
 from sumo_cli.store.database import Database
 
@@ -102,6 +103,7 @@ def open_run(db: Database, run_id: int, kind: str, finished: str) -> tuple[dict,
         run = store_games.get_run(s, run_id, kind)
         if run.status == "finished":
             raise UserError(finished)
+        ownership.check_not_running(run)
         config, seed = dict(run.config), run.seed
     members = [Member(**m) for m in config["members"]]
     return config, seed, members, [load_agent(db, m.name) for m in members]
@@ -121,6 +123,7 @@ class TournamentRunner:
         self.config, self.seed, self.members, loaded = open_run(
             db, run_id, "tournament", f"tournament run {run_id} is already finished; `sumo runs show {run_id}` shows it")
         self.run_id = run_id
+        self.owner: str | None = None  # this process's claim on the run, taken when it starts playing
         self.schedule: list[ScheduledGame] = random_pairs(len(self.members), self.config["matches"], self.seed)
         self.env = R.make_env(self.config["draw_probability"])
         self.data = [AgentData.from_loaded(x) for x in loaded]
@@ -162,7 +165,7 @@ class TournamentRunner:
         with self.db.write() as s:
             for i, mid, vid, mu, sigma in rows:
                 store_games.add_rating(s, self.run_id, i, mid, vid, mu, sigma)
-            store_games.set_run_status(s, self.run_id, "running", done=len(self.outcomes))
+            store_games.set_run_status(s, self.run_id, "running", done=len(self.outcomes), owner=self.owner)
 
     def leaderboard(self, with_bt: bool = False) -> Leaderboard:
         bt = None
@@ -179,6 +182,7 @@ class TournamentRunner:
         ``on_progress(game-rounds, seconds)``: the rounds the workers play, as they play them."""
         from sumo_cli.compete.play import mujoco_version
 
+        self.owner = ownership.claim(self.db, self.run_id)  # before the ratings are rebuilt
         self._load_finished()
         pending = [g for g in self.schedule if g.index not in self.outcomes]
         settings = self.config["game"]
@@ -189,6 +193,7 @@ class TournamentRunner:
             for idx, result in each_game(executor.run(run_games_job, jobs, on_progress)):
                 g = self.schedule[idx]
                 with self.db.write() as s:
+                    store_games.check_owner(s, self.run_id, self.owner)
                     mid = store_games.record_game(
                         s, result, self.standings[g.a].version_id, self.standings[g.b].version_id,
                         code_version=__version__, mujoco_version=mj, run_id=self.run_id, run_index=idx,
@@ -198,10 +203,12 @@ class TournamentRunner:
                 self._apply_ready()
                 if on_game is not None:
                     on_game(idx, result)
+        except store_games.RunTakenOver:
+            raise
         except BaseException:
             with self.db.write() as s:
-                store_games.set_run_status(s, self.run_id, "interrupted", done=len(self.outcomes))
+                store_games.set_run_status(s, self.run_id, "interrupted", done=len(self.outcomes), owner=self.owner)
             raise
         with self.db.write() as s:
-            store_games.set_run_status(s, self.run_id, "finished", done=len(self.outcomes))
+            store_games.set_run_status(s, self.run_id, "finished", done=len(self.outcomes), owner=self.owner)
         return self.leaderboard(with_bt=True)

@@ -6,6 +6,7 @@ transactions, so a crash never leaves a half-written game.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from sqlalchemy import func, select
@@ -138,8 +139,37 @@ def get_run(session: Session, run_id: int, kind: str | None = None) -> Run:
     return run
 
 
-def set_run_status(session: Session, run_id: int, status: str, done: int | None = None, state: dict | None = None) -> None:
+class RunTakenOver(UserError):
+    """Another process has taken the run over: this one must stop without writing to it."""
+
+
+def claim_run(session: Session, run_id: int, owner: str, is_alive: Callable[[str, datetime | None], bool]) -> str | None:
+    """Make ``owner`` the run's only writer and return None; or, while another live process holds
+    the run (``is_alive(holder, last write)``), change nothing and return the holder."""
     run = session.get(Run, run_id)
+    held = run.owner
+    if held and held != owner and run.status == "running" and is_alive(held, run.updated_at):
+        return held
+    run.owner = owner
+    return None
+
+
+def check_owner(session: Session, run_id: int, owner: str) -> None:
+    """Raise :class:`RunTakenOver` unless ``owner`` still holds the run."""
+    if session.get(Run, run_id).owner != owner:
+        raise RunTakenOver(f"run {run_id} was taken over by another process (a second --resume); this one "
+                           "stopped without writing its last step")
+
+
+def set_run_status(session: Session, run_id: int, status: str, done: int | None = None, state: dict | None = None,
+                   owner: str | None = None) -> None:
+    """``owner`` given: the write of a process that claimed the run (:func:`claim_run`), refused with
+    :class:`RunTakenOver` if another has taken it over since; a final status releases the run."""
+    run = session.get(Run, run_id)
+    if owner is not None:
+        check_owner(session, run_id, owner)
+        if status != "running":
+            run.owner = None
     run.status = status
     run.updated_at = datetime.now(timezone.utc)
     if done is not None:

@@ -101,6 +101,9 @@ class Run(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # The process that runs it ("host:pid:token"), so that two processes never write one run; None
+    # when no process holds it (runtime.ownership).
+    owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
 
 class Iteration(Base):
