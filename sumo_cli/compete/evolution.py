@@ -131,8 +131,7 @@ class EvolutionRunner:
                 jobs = ((i, (b, concurrency)) for i, b in enumerate(batches(games, executor.workers, concurrency)))
                 for idx, result in each_game(executor.run(run_games_job, jobs, on_progress)):
                     x = schedule[idx]
-                    with self.db.write() as s:
-                        store_games.check_owner(s, self.run_id, self.owner)
+                    with self.db.write() as s:  # the status write checks the claim: all or nothing
                         store_games.record_game(
                             s, result, self.version_ids[slots[x.a]], self.version_ids[slots[x.b]],
                             code_version=__version__, mujoco_version=mj, run_id=self.run_id, run_index=base + idx)
@@ -149,7 +148,6 @@ class EvolutionRunner:
                         s.add(MemberRow(run_id=self.run_id, generation=g + 1, slot=slot,
                                         version_id=self.version_ids[nxt[slot]], parent_slot=p,
                                         cloned_by_match=None if gi is None else base + gi))
-                    store_games.check_owner(s, self.run_id, self.owner)
                     store_games.set_run_status(s, self.run_id, "running", done=base + self.matches, owner=self.owner)
                 if on_generation is not None:
                     on_generation(g + 1, self.shares(nxt))
