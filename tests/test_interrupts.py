@@ -232,3 +232,31 @@ def test_an_interrupt_that_lands_in_a_finalizer_is_delivered_again():
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     assert sys.unraisablehook is hook
+
+
+def test_an_interrupt_during_a_transaction_waits_for_its_commit(tmp_path):
+    """A Ctrl-C inside a database transaction (in CI it once landed in SQLAlchemy's commit, and the
+    command died with "This transaction is closed" and exit 1) is raised once the transaction has
+    committed: what it wrote is kept, and the KeyboardInterrupt follows."""
+    from sumo_cli.cli.common import first_interrupt_only
+    from sumo_cli.store.database import open_database
+    from sumo_cli.store.models import Run
+
+    db = open_database(str(tmp_path / "t.sqlite"))
+    reached = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with first_interrupt_only():
+                with db.write() as s:
+                    os.kill(os.getpid(), signal.SIGINT)
+                    for _ in range(1000):  # the handler runs in here, inside the transaction
+                        pass
+                    reached.append("after the signal")
+                    s.add(Run(kind="train", config={}, seed=1, code_version="t"))
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    assert reached == ["after the signal"]
+    with db.read() as s:
+        assert s.query(Run).count() == 1
+    db.dispose()

@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 
 from sumo_cli.errors import UserError
+from sumo_cli.runtime import interrupts
 
 err_console = Console(stderr=True)
 
@@ -113,6 +114,8 @@ def first_interrupt_only() -> Iterator[None]:
     def once(signum, frame):  # noqa: ANN001
         for sig in ignore_all:
             signal.signal(sig, signal.SIG_IGN)
+        if interrupts.defer():  # inside a database transaction: raised as it ends (runtime.interrupts)
+            return
         raise KeyboardInterrupt
 
     unraisable = sys.unraisablehook

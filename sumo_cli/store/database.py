@@ -19,6 +19,7 @@ from sqlalchemy.exc import DBAPIError, NoSuchModuleError, OperationalError, SQLA
 from sqlalchemy.orm import Session, sessionmaker
 
 from sumo_cli.errors import UserError
+from sumo_cli.runtime.interrupts import uninterrupted
 
 DEFAULT_DB_PATH = Path("db") / "sumo.sqlite"
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
@@ -245,12 +246,12 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        with self._writer() as session, session.begin():
+        with uninterrupted(), self._writer() as session, session.begin():  # a Ctrl-C waits for the commit
             yield session
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        with self._reader() as session, session.begin():
+        with uninterrupted(), self._reader() as session, session.begin():
             yield session
 
     def dispose(self) -> None:
