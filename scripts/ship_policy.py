@@ -25,16 +25,19 @@ from sumo_cli.store.database import Database
 from sumo_cli.store.models import Iteration, Run, Version
 
 
-def _stage(s, ref: str, command: str) -> dict:  # noqa: ANN001 - a SQLAlchemy session
-    """The training that produced stored version ``ref`` (``name@version``), up to that version."""
-    name, _, version = ref.partition("@")
+def _training(s, name: str):  # noqa: ANN001, ANN202 - a SQLAlchemy session; (agent, versions, run, iterations)
+    """A trained agent of the database with its versions, its training run and that run's iterations."""
     agent = registry.get_agent(s, name)
-    row = {v.version: v for v in agent.versions}[int(version)]
+    if agent is None:
+        sys.exit(f"no agent {name!r} in the database")
     run = s.get(Run, agent.origin["run_id"])
     its = {i.iteration: i for i in s.scalars(select(Iteration).where(Iteration.run_id == run.id))}
-    return {"version": ref, "command": command, "seed": run.seed, "iterations": row.iteration,
-            "env_steps": its[row.iteration].env_steps, "wall_seconds": round(sum(i.wall_seconds for k, i in its.items() if k <= row.iteration), 1),
-            "config": run.config.get("train", {})}
+    return agent, {v.version: v for v in agent.versions}, run, its
+
+
+def _up_to(its: dict, iteration: int) -> tuple[int, float]:
+    """Env steps at ``iteration`` and the wall time recorded up to it."""
+    return its[iteration].env_steps, round(sum(i.wall_seconds for k, i in its.items() if k <= iteration), 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,30 +55,30 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [int(v) for v in args.versions.split(",")]
     db = Database(args.db if "://" in args.db else f"sqlite:///{Path(args.db).expanduser().resolve()}")
     with db.read() as s:
-        agent = registry.get_agent(s, args.agent)
-        if agent is None:
-            sys.exit(f"no agent {args.agent!r} in {args.db}")
-        rows = {v.version: v for v in agent.versions}
-        run = s.get(Run, agent.origin["run_id"])
-        its = {i.iteration: i for i in s.scalars(select(Iteration).where(Iteration.run_id == run.id))}
+        agent, rows, run, its = _training(s, args.agent)
         versions = []
         for v in wanted:
             row: Version = rows[v]
             steps = its[row.iteration].env_steps if row.iteration in its else None
             versions.append((v, Path(row.checkpoint_path), row.sha256, row.iteration, steps))
         last = rows[wanted[-1]].iteration
-        wall = sum(i.wall_seconds for k, i in its.items() if k <= last)
+        steps, wall = _up_to(its, last)
         provenance = {
-            "command": args.command, "seed": run.seed, "env_steps": its[last].env_steps, "iterations": last,
-            "wall_seconds": round(wall, 1), "code_commit": args.code_commit, "trained_as": args.agent,
+            "command": args.command, "seed": run.seed, "env_steps": steps, "iterations": last,
+            "wall_seconds": wall, "code_commit": args.code_commit, "trained_as": args.agent,
             "config": run.config.get("train", {}), "notes": args.notes,
         }
         init_from = provenance["config"].get("init_from")
-        if init_from:
-            stage = _stage(s, init_from, args.warm_start_command)
-            provenance["warm_start"] = stage
-            provenance["env_steps_both_stages"] = provenance["env_steps"] + stage["env_steps"]
-            provenance["wall_seconds_both_stages"] = round(wall + stage["wall_seconds"], 1)
+        if init_from:  # the stage it was warm-started from, up to the version it started at
+            name, _, version = init_from.partition("@")
+            _, rows0, run0, its0 = _training(s, name)
+            at = rows0[int(version)].iteration
+            steps0, wall0 = _up_to(its0, at)
+            provenance["warm_start"] = {"version": init_from, "command": args.warm_start_command, "seed": run0.seed,
+                                        "iterations": at, "env_steps": steps0, "wall_seconds": wall0,
+                                        "config": run0.config.get("train", {})}
+            provenance["env_steps_both_stages"] = steps + steps0
+            provenance["wall_seconds_both_stages"] = round(wall + wall0, 1)
         body, arch, strategy = agent.body, agent.arch, agent.strategy
     entry = shipped.ship(Path(args.to), args.name, body, arch, strategy, versions, provenance, default_version=wanted[-1])
     print(f"shipped {args.name}: versions {[v['version'] for v in entry['versions']]} into {args.to}")

@@ -37,6 +37,7 @@ from sumo_cli.library import checkpoint_file
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets.checkpoint import checkpoint_paths, checkpoint_tensors, load_checkpoint, save_checkpoint
 from sumo_cli.runtime import ownership
+from sumo_cli.sim.bodies import BODIES
 from sumo_cli.store import games as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
@@ -102,10 +103,11 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
     if not opponents:
         raise UserError("--opponents is empty; give agent names, or self for self-play")
     still = cfg.strategy != "meta" and (cfg.motionless_iterations > 0 or cfg.motionless_fraction > 0)
-    if still and any(op.body == "spider" for op in opponents):
-        raise UserError("a motionless Spider sinks below the fall line by itself (a win for nothing): while motionless "
-                        "opponents are on, train against Ant and Bug agents (e.g. --opponents ant-mlp@155,bug-mlp@328), "
-                        "or turn them off with --motionless-iterations 0 --motionless-fraction 0")
+    sags = sorted({op.body for op in opponents if not BODIES[op.body].stands_unactuated})
+    if still and sags:
+        raise UserError(f"a motionless {sags[0].capitalize()} sinks below the fall line by itself (a win for nothing): "
+                        "while motionless opponents are on, train against agents of bodies that stand (e.g. --opponents "
+                        "ant-mlp@155,bug-mlp@328), or turn them off with --motionless-iterations 0 --motionless-fraction 0")
     if cfg.init_from:
         cfg.init_from = _check_init_from(db, cfg)
     if cfg.teacher == AUTO_TEACHER:  # checked as it is chosen

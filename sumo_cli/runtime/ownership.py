@@ -72,8 +72,11 @@ def _busy(run_id: int, holder: str):  # noqa: ANN202 - a UserError
 
 def check_not_running(run) -> None:  # noqa: ANN001 - a stored Run
     """A UserError while another live process runs ``run`` (checked again, atomically, by :func:`claim`)."""
-    if run.owner and run.status == "running" and is_alive(run.owner, run.updated_at):
-        raise _busy(run.id, run.owner)
+    from sumo_cli.store import games as store_games
+
+    held = store_games.live_holder(run, is_alive)
+    if held:
+        raise _busy(run.id, held)
 
 
 def claim(db, run_id: int) -> str:  # noqa: ANN001 - a store.database.Database

@@ -92,6 +92,9 @@ class BodySpec:
     torso_density: float
     leg_density: float
     torso_radius: float = TORSO_RADIUS
+    # False where the body, its motors off, sags below the fall line by itself (the Spider, within
+    # ~80 steps): as a motionless opponent it hands out wins for nothing
+    stands_unactuated: bool = True
 
     @property
     def n_legs(self) -> int:
@@ -168,7 +171,7 @@ def _spider() -> BodySpec:
     order = (105.0, 75.0, 150.0, 30.0, 195.0, 345.0, 240.0, 300.0)
     legs = tuple(LegSpec(az, *segs, _knee_sign(az), (-45.0, 35.0)) for az in order)
     return BodySpec("spider", legs, capsule_radius=0.04, hip_range_deg=20.0,
-                    torso_density=39.0, leg_density=5.0)
+                    torso_density=39.0, leg_density=5.0, stands_unactuated=False)
 
 
 BODIES: dict[str, BodySpec] = {spec.name: spec for spec in (_ant(), _bug(), _spider())}

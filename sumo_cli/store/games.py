@@ -143,12 +143,19 @@ class RunTakenOver(UserError):
     """Another process has taken the run over: this one must stop without writing to it."""
 
 
+def live_holder(run: Run, is_alive: Callable[[str, datetime | None], bool]) -> str | None:
+    """The owner of a running ``run`` while its process may still be alive (``is_alive(holder, last
+    write)``), else None."""
+    held = run.owner
+    return held if held and run.status == "running" and is_alive(held, run.updated_at) else None
+
+
 def claim_run(session: Session, run_id: int, owner: str, is_alive: Callable[[str, datetime | None], bool]) -> str | None:
     """Make ``owner`` the run's only writer and return None; or, while another live process holds
-    the run (``is_alive(holder, last write)``), change nothing and return the holder."""
+    the run (:func:`live_holder`), change nothing and return the holder."""
     run = session.get(Run, run_id)
-    held = run.owner
-    if held and held != owner and run.status == "running" and is_alive(held, run.updated_at):
+    held = live_holder(run, is_alive)
+    if held and held != owner:
         return held
     run.owner = owner
     return None
