@@ -390,3 +390,34 @@ def test_torch_threads_gives_the_count_back_even_after_an_error():
             assert torch.get_num_threads() == 1
             raise KeyboardInterrupt
     assert torch.get_num_threads() == before
+
+
+def test_tilt_term_rewards_the_change_of_the_tilt_balance():
+    """tilt pays the rate at which the opponent's torso tips over relative to the agent's own: its
+    steps sum to tilt * (final balance - start balance) / dt, whatever happened in between."""
+    from sumo_cli.learn.sumo_vec import tilt_balance
+
+    shaping = Shaping(control=0.0, push=0.0, move=0.0, tilt=3.0)
+    env = SumoVecEnv("ant", "ant", 4, [], physics="fast", motionless_prob=1.0, alpha=1.0, shaping=shaping)
+    obs = env.reset(seed=2)
+    assert np.abs(tilt_balance(obs)).max() < 0.02  # both nearly upright at the start (the reset jitters the pose)
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        out = env.step(rng.uniform(-1, 1, (4, 8)))
+        expect = 3.0 * (tilt_balance(out.final_obs) - tilt_balance(obs)) / SE.DT
+        live = ~out.truncated
+        assert out.reward[live] == pytest.approx(expect[live], abs=1e-6)
+        obs = out.obs
+    env.close()
+
+
+def test_tilt_balance_reads_both_torsos():
+    from sumo_cli.learn.sumo_vec import tilt_balance
+
+    obs = np.zeros((2, 40))
+    obs[:, 3] = 1.0  # own torso upright
+    obs[:, -10] = 1.0  # opponent upright
+    obs[1, -10:-6] = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0]  # opponent rolled 90 degrees
+    assert tilt_balance(obs) == pytest.approx([0.0, 1.0])
+    obs[1, 3:7] = [0.0, 1.0, 0.0, 0.0]  # own torso upside down
+    assert tilt_balance(obs) == pytest.approx([0.0, -1.0])

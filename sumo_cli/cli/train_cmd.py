@@ -16,7 +16,7 @@ _RUN_OPTIONS = {
     "iterations": "--iterations", "seed": "--seed", "physics": "--physics", "envs": "--envs", "steps": "--steps",
     "shards": "--shards", "opponent_samples": "--opponent-samples", "episodes_per_opponent": "--episodes-per-opponent",
     "anneal": "--anneal", "control_coef": "--control-coef", "push_coef": "--push-coef", "move_coef": "--move-coef",
-    "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "push_out_coef": "--push-out-coef", "anneal_start": "--anneal-start", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
+    "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "push_out_coef": "--push-out-coef", "tilt_coef": "--tilt-coef", "anneal_start": "--anneal-start", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
     "face_opponent": "--face-opponent", "face_spread_iterations": "--face-spread-iterations", "motionless_iterations": "--motionless-iterations",
     "motionless_fraction": "--motionless-fraction", "lr": "--lr", "init_logstd": "--init-logstd", "epochs": "--epochs", "minibatches": "--minibatches",
     "ent_coef": "--ent-coef", "reward_scale": "--reward-scale", "alpha_init": "--alpha-init", "teacher": "--teacher", "teacher_coef": "--teacher-coef", "teacher_iterations": "--teacher-iterations", "snapshot_every": "--snapshot-every",
@@ -24,7 +24,7 @@ _RUN_OPTIONS = {
 }
 # Options of sumo training that mean nothing for --env locomotion, and the reverse.
 _SUMO_ONLY = ("recipe", "body", "features", "opponents", "init_from", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
-              "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "anneal_start", "start_radius",
+              "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "tilt_coef", "anneal_start", "start_radius",
               "start_radius_iterations", "face_opponent", "face_spread_iterations", "motionless_iterations", "motionless_fraction",
               "eval_every", "eval_bouts", "alpha_init", "teacher", "teacher_coef", "teacher_iterations")
 _LOCOMOTION_ONLY = ("horizon", "hidden")
@@ -106,6 +106,7 @@ def train(
     centre_coef: Optional[float] = typer.Option(None, "--centre-coef", rich_help_panel="Reward shaping", help="Stay-near-the-centre coefficient (reference 0: off)."),
     approach_coef: Optional[float] = typer.Option(None, "--approach-coef", rich_help_panel="Reward shaping", help="Reward the signed speed at which the torsos close in (paper 0: off, fight 5)."),
     push_out_coef: Optional[float] = typer.Option(None, "--push-out-coef", rich_help_panel="Reward shaping", help="Reward the speed at which the opponent leaves the centre (paper 0: off, fight 5)."),
+    tilt_coef: Optional[float] = typer.Option(None, "--tilt-coef", rich_help_panel="Reward shaping", help="Reward tipping the opponent's torso and staying level (rate of change of its tilt minus the own; default 0: off)."),
     anneal_start: Optional[float] = typer.Option(None, "--anneal-start", rich_help_panel="Reward shaping", help="Dense-reward weight at iteration 1 (paper 1, fight 0.9: below 1 the outcome counts from the start)."),
     start_radius: Optional[float] = typer.Option(None, "--start-radius", rich_help_panel="Curriculum", help="Curriculum: start this far from the centre (reference 1.15 m)."),
     start_radius_iterations: Optional[int] = typer.Option(None, "--start-radius-iterations", rich_help_panel="Curriculum", help="...moving linearly to 1.15 over this many iterations (0: stays)."),

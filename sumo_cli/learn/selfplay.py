@@ -117,6 +117,8 @@ class TrainConfig(StoredConfig):
     approach_coef: float = 0.0  # +c x (signed closing speed of the torsos); not in the reference
     push_out_coef: float = 0.0  # +c x (speed at which the opponent's torso leaves the centre); not in
     # the reference: a potential-based push reward that is zero on average for a standing opponent
+    tilt_coef: float = 0.0  # +c x (rate of change of the opponent torso's tilt minus the own); not in
+    # the reference: the original LSTMs win by lifting the opponent's front (README: Results)
     # --- curriculum (all off by default: the reference conditions) -------------------------------
     start_radius: float | None = None  # first iteration's start radius (None: the reference 1.15)
     start_radius_iterations: int = 0  # linear to 1.15 over this many iterations (0: stays)
@@ -165,7 +167,7 @@ class TrainConfig(StoredConfig):
 
     def shaping(self) -> Shaping:
         return Shaping(self.control_coef, self.push_coef, self.move_coef, self.centre_coef, self.approach_coef,
-                       self.push_out_coef)
+                       self.push_out_coef, self.tilt_coef)
 
     @property
     def interaction_episodes(self) -> int:

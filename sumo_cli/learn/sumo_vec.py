@@ -53,7 +53,9 @@ class Shaping:
     ``approach * (d_before - d_after) / dt``, the signed speed at which the torso-to-torso distance
     shrinks (a potential-based term: unlike the rectified ``move``, random jitter earns nothing on
     average); ``push_out`` adds ``push_out * (|opp xy| after - before) / dt``, the speed at which the
-    opponent's torso leaves the centre (potential-based too)."""
+    opponent's torso leaves the centre (potential-based too); ``tilt`` adds
+    ``tilt * (b after - b before) / dt`` with ``b`` = the opponent torso's tilt minus the agent's own
+    (:func:`tilt_balance`): tipping or lifting the opponent pays, being tipped costs (potential-based)."""
 
     control: float = SE.CONTROL_COST
     push: float = SE.PUSH_SCALE
@@ -61,12 +63,14 @@ class Shaping:
     centre: float = 0.0
     approach: float = 0.0
     push_out: float = 0.0
+    tilt: float = 0.0
 
     def dense(self, res: SE.StepResult, dist_before: np.ndarray | None = None,
-              opp_radius_before: np.ndarray | None = None) -> np.ndarray:
+              opp_radius_before: np.ndarray | None = None, tilt_before: np.ndarray | None = None) -> np.ndarray:
         """The shaped dense reward of agent A for one step (``dist_before``: torso distance before
         the step, needed by ``approach``; ``opp_radius_before``: the opponent's distance from the
-        centre before the step, needed by ``push_out``)."""
+        centre before the step, needed by ``push_out``; ``tilt_before``: :func:`tilt_balance` before
+        the step, needed by ``tilt``)."""
         d = res.control_a * (self.control / SE.CONTROL_COST)
         d = d + res.push_a * (self.push / SE.PUSH_SCALE)
         d = d + res.move_a * (self.move / SE.MOVE_SCALE)
@@ -82,6 +86,10 @@ class Shaping:
             if opp_radius_before is None:
                 raise ValueError("the push-out term needs the opponent's distance from the centre before the step")
             d = d + self.push_out * (opponent_radius(res.final_obs_a) - opp_radius_before) / SE.DT * ok
+        if self.tilt:
+            if tilt_before is None:
+                raise ValueError("the tilt term needs the tilt balance before the step")
+            d = d + self.tilt * (tilt_balance(res.final_obs_a) - tilt_before) / SE.DT * ok
         return d
 
     @property
@@ -194,6 +202,18 @@ def torso_distance(obs_a: np.ndarray) -> np.ndarray:
     """Distance between the two torsos (x, y) from agent A's observations (N, D): own x, y come
     first, the opponent's torso pose starts 13 entries from the end."""
     return np.hypot(obs_a[:, 0] - obs_a[:, -13], obs_a[:, 1] - obs_a[:, -12])
+
+
+def _tilt(q: np.ndarray) -> np.ndarray:
+    """1 - the vertical component of a torso's up axis, from its quaternions (N, 4) in (w, x, y, z)
+    order: 0 upright, 1 on its side, 2 upside down."""
+    return 2.0 * (q[:, 1] ** 2 + q[:, 2] ** 2)
+
+
+def tilt_balance(obs_a: np.ndarray) -> np.ndarray:
+    """The opponent torso's tilt minus the agent's own, from A's observations (N, D): the own
+    quaternion is at 3-6, the opponent's 10th to 7th from the end."""
+    return _tilt(obs_a[:, -10:-6]) - _tilt(obs_a[:, 3:7])
 
 
 def opponent_radius(obs_a: np.ndarray) -> np.ndarray:
@@ -317,6 +337,7 @@ class SumoVecEnv:
         self._ep_train = np.zeros(n)
         self._dist = torso_distance(obs_a)
         self._opp_radius = opponent_radius(obs_a)
+        self._tilt = tilt_balance(obs_a)
         self._ep_min = self._dist.copy()
         self._ep_sum = np.zeros(n)
         self.episodes = []
@@ -327,7 +348,7 @@ class SumoVecEnv:
         act_b = self._opponent_actions(self._obs_b)
         res = self.sim.step(np.asarray(actions, dtype=np.float64), act_b)
         sparse = res.sparse_a
-        reward = self.alpha * self.shaping.dense(res, self._dist, self._opp_radius) + (1.0 - self.alpha) * sparse
+        reward = self.alpha * self.shaping.dense(res, self._dist, self._opp_radius, self._tilt) + (1.0 - self.alpha) * sparse
         self._ep_faithful += res.dense_a + sparse
         self._ep_train += reward
         dist = torso_distance(res.final_obs_a)
@@ -369,6 +390,7 @@ class SumoVecEnv:
         # the next step's "before": after an auto-reset that is the new bout's start, not the final pose
         self._dist = torso_distance(res.obs_a) if done.any() else dist
         self._opp_radius = opponent_radius(res.obs_a)
+        self._tilt = tilt_balance(res.obs_a)
         return StepOut(obs=F.augment(self.features, res.obs_a), reward=reward, terminated=terminated,
                        truncated=truncated, final_obs=F.augment(self.features, res.final_obs_a),
                        info={"task_changed": changed})
