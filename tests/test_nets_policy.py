@@ -296,3 +296,49 @@ def test_sequence_fast_path_equals_stepping_forward_with_gradients(arch, agents)
             assert g1[k] is None or not g1[k].any(), k
         else:
             torch.testing.assert_close(g1[k], g0[k])
+
+
+@pytest.mark.parametrize("resets", ["none", "first-step-only", "mixed", "every-window"])
+def test_torch_lstm_path_equals_stepping_forward_with_gradients(resets):
+    """forward_sequence(fused=True), PyTorch's LSTM kernel with the zoo cell's weights rearranged
+    (the PPO update's path), against forward() step by step in float64: outputs, final state and
+    gradients, whether no window, some or every window has a reset inside it."""
+    spec = _spec("lstm", hidden=8)
+    T, B = 6, 7
+    g = _gen(11)
+    obs = torch.randn(T, B, spec.input_dim, generator=g, dtype=torch.float64)
+    dones = torch.zeros(T, B, dtype=torch.bool)
+    if resets == "first-step-only":
+        dones[0, ::2] = True
+    elif resets == "mixed":
+        dones[0, 1], dones[3, 2], dones[5, 4], dones[1, 4] = True, True, True, True
+    elif resets == "every-window":
+        dones[2] = True
+    state0 = {k: torch.randn(v.shape, generator=g, dtype=torch.float64)
+              for k, v in P.initial_state(spec, (B,), torch.float64).items()}
+    base = _randomised(spec, 12, torch.float64)
+
+    def run(fused: bool):
+        params = {k: v.clone().requires_grad_(True) for k, v in base.items()}
+        if fused:
+            means, values, state = P.forward_sequence(spec, params, obs, state0, dones, fused=True)
+        else:
+            state, ms, vs = state0, [], []
+            for t in range(T):
+                m, v, state = P.forward(spec, params, obs[t], state, dones[t])
+                ms.append(m)
+                vs.append(v)
+            means, values = torch.stack(ms), torch.stack(vs)
+        weights = torch.arange(T, dtype=torch.float64).unsqueeze(1)
+        loss = (means ** 2).sum() + (values * weights).sum() + state["pi/c"].sum() + state["vf/h"].square().sum()
+        grads = torch.autograd.grad(loss, list(params.values()), allow_unused=True, materialize_grads=True)
+        return means, values, state, dict(zip(params, grads))
+
+    m1, v1, s1, g1 = run(True)
+    m0, v0, s0, g0 = run(False)
+    torch.testing.assert_close(m1, m0)
+    torch.testing.assert_close(v1, v0)
+    for k in s0:
+        torch.testing.assert_close(s1[k], s0[k])
+    for k in g0:
+        torch.testing.assert_close(g1[k], g0[k])

@@ -287,7 +287,7 @@ def ppo_update(
         for idx in torch.tensor_split(perm, num_mb):
             if spec.recurrent:
                 st = {k: v[idx] for k, v in states.items()}
-                means, values, _ = P.forward_sequence(spec, params, xs[:, idx], st, resets[:, idx])
+                means, values, _ = P.forward_sequence(spec, params, xs[:, idx], st, resets[:, idx], fused=True)
                 m = mask[:, idx]
                 mb_logp_old, mb_adv, mb_ret, mb_act = logp_old[:, idx], advs[:, idx], rets[:, idx], acts[:, idx]
             else:

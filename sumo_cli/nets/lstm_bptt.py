@@ -9,8 +9,8 @@ single batched product over all steps.
 
 Where it gains: many agents' small batches, as in the stacked tracking update
 (:mod:`sumo_cli.learn.stacked_ppo`), where autograd's per-step kernel gradient is a product over a
-handful of rows per agent. For one agent's large batch (PPO training) autograd's fused per-step
-kernels were faster, so :func:`sumo_cli.nets.policy.forward_sequence` keeps the autograd unroll.
+handful of rows per agent. For one agent's large batch (PPO training) it was slower than autograd's
+unroll, and PyTorch's own LSTM kernel is faster still (``forward_sequence(fused=True)``).
 
 The cell is the zoo's (see :mod:`sumo_cli.nets.policy`): ``z = gx[t] + h @ kh`` with ``gx`` the
 input half of the gates plus the bias, gates i, j, f, o; ``c' = c * sigmoid(f + FORGET_BIAS) +

@@ -353,11 +353,16 @@ def forward_sequence(
     obs_z_seq: Tensor,
     state0: State,
     dones: Tensor | None = None,
+    fused: bool = False,
 ) -> tuple[Tensor, Tensor, State]:
     """Unroll ``T`` steps (truncated BPTT). ``obs_z_seq``: ``(T, *G, *batch, input_dim)`` (time
     first, then agent dims); ``dones``: ``(T, *G, *batch)``, ``dones[t]`` true zeroes the state
     before step ``t``. Returns ``(means (T,...,A), values (T,...), final_state)``. The MLP is
-    evaluated for all steps in one call (agent dims must then come right after T)."""
+    evaluated for all steps in one call (agent dims must then come right after T).
+
+    ``fused``: one agent's LSTMs through PyTorch's own LSTM kernel (:func:`_fused_sequence`): the
+    same function up to rounding, faster for one agent's large batch, differentiable once only (the
+    PPO update's path; the meta-learner's second-order paths keep the default)."""
     if state0 is None:
         raise ValueError("state0 is None: pass initial_state(spec, batch_shape) (None would silently zero it)")
     _check_input(spec, obs_z_seq)
@@ -370,7 +375,63 @@ def forward_sequence(
         x = torch.movedim(obs_z_seq, 0, agent)
         mean, value, _ = forward(spec, params, x, state0)
         return torch.movedim(mean, agent, 0), torch.movedim(value, agent, 0), state0
+    if fused and params["logstd"].dim() == 1 and obs_z_seq.dim() == 3 and spec.arch == "lstm":
+        return _fused_sequence(spec, params, obs_z_seq, state0, dones)
     return _recurrent_sequence(spec, params, obs_z_seq, state0, dones)
+
+
+def _torch_lstm_weights(kernel: Tensor, bias: Tensor, H: int) -> list[Tensor]:
+    """The zoo cell's kernel ``(D + H, 4H)`` (gates i, j, f, o) and bias as the arguments of
+    PyTorch's LSTM (rows i, f, g, o; weights ``(4H, in)``), the forget bias folded into the bias."""
+    i, j, f, o = kernel.chunk(4, dim=1)
+    w = torch.cat([i, f, j, o], dim=1)
+    bi, bj, bf, bo = bias.chunk(4)
+    b = torch.cat([bi, bf + FORGET_BIAS, bj, bo])
+    return [w[:-H].t(), w[-H:].t(), b, torch.zeros_like(b)]
+
+
+def _fused_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
+                    dones: Tensor | None) -> tuple[Tensor, Tensor, State]:
+    """:func:`forward_sequence` of one agent's LSTMs ``x`` ``(T, B, D)`` with ``torch.lstm`` (one
+    fused kernel per net and window batch, about 1.2x faster forward and backward than the autograd
+    unroll at the PPO update's minibatches of ~400 windows of 10 steps). ``torch.lstm`` knows no
+    reset inside a sequence: a reset at the first step zeroes the initial state, and the windows with
+    a reset later on (a bout that ended inside the window) take the autograd unroll."""
+    H = spec.hidden
+    T, B = x.shape[0], x.shape[1]
+    keep0 = None
+    inner = torch.zeros(B, dtype=torch.bool)
+    if dones is not None:
+        d = dones.to(torch.bool)
+        keep0 = (~d[0]).to(x.dtype).unsqueeze(-1)
+        if T > 1:
+            inner = d[1:].any(0)
+    plain = torch.nonzero(~inner).flatten()
+    means, values = x.new_zeros(T, B, spec.act_dim), x.new_zeros(T, B)
+    final = {k: v.new_zeros(v.shape) for k, v in state0.items()}
+    heads, plain_final = {}, {}
+    if len(plain):
+        xp = x[:, plain]
+        for net in ("pi", "vf"):
+            h0, c0 = state0[f"{net}/h"][plain], state0[f"{net}/c"][plain]
+            if keep0 is not None:
+                h0, c0 = h0 * keep0[plain], c0 * keep0[plain]
+            e = torch.relu(torch.addmm(params[f"{net}/fc/b"], xp.reshape(-1, xp.shape[-1]), params[f"{net}/fc/w"]))
+            out, h, c = torch.lstm(e.reshape(T, len(plain), H), (h0.unsqueeze(0), c0.unsqueeze(0)),
+                                   _torch_lstm_weights(params[f"{net}/lstm/kernel"], params[f"{net}/lstm/bias"], H),
+                                   True, 1, 0.0, False, False, False)
+            heads[net] = torch.addmm(params[f"{net}/out/b"], out.reshape(-1, H), params[f"{net}/out/w"])
+            plain_final[f"{net}/h"], plain_final[f"{net}/c"] = h[0], c[0]
+        if len(plain) == B:  # no window with a reset inside: no scatter
+            return heads["pi"].reshape(T, B, -1), heads["vf"].reshape(T, B), plain_final
+        final = {k: final[k].index_copy(0, plain, v) for k, v in plain_final.items()}
+        means = means.index_copy(1, plain, heads["pi"].reshape(T, len(plain), -1))
+        values = values.index_copy(1, plain, heads["vf"].reshape(T, len(plain)))
+    rest = torch.nonzero(inner).flatten()
+    m, v, st = _recurrent_sequence(spec, params, x[:, rest], {k: s[rest] for k, s in state0.items()},
+                                   None if dones is None else dones[:, rest])
+    means, values = means.index_copy(1, rest, m), values.index_copy(1, rest, v)
+    return means, values, {k: final[k].index_copy(0, rest, st[k]) for k in final}
 
 
 def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
