@@ -338,7 +338,7 @@ def _collect_numpy(env: VecEnv, spec: P.PolicySpec, params: P.Params, frozen: di
 
         L = chunk_len
         states = {k: v.reshape(-1, v.shape[-1]) for k, v in chunk_states.items()}
-        means, values, _ = P.forward_sequence(spec, params, _chunk(x_all, L), states, _chunk(reset_t, L, False))
+        means, values, _ = P.forward_sequence(spec, params, _chunk(x_all, L), states, _chunk(reset_t, L, False), fused=True)
         logp = _unchunk(P.log_prob(means, logstd, _chunk(act_t, L)), T, N)
         values = _unchunk(values, T, N)
         final_val = torch.from_numpy(final_np)
