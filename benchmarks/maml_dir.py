@@ -366,7 +366,7 @@ def main(argv=None) -> None:
                 with open(args.json, "w") as f:
                     json.dump(results, f)
     task_cls = TASKS[results[0].get("body", "ant")]
-    print(f"mean return per episode ({task_cls.BODY}, horizon {results[0].get('horizon', task_cls.horizon)}) after 0..3 steps, "
+    print(f"mean return per episode ({results[0].get('body', task_cls.BODY)}, horizon {results[0].get('horizon', task_cls.horizon)}) after 0..3 steps, "
           "95% interval over training seeds")
     print(summarise(results))
     print(f"total {time.perf_counter() - t0:.0f} s")
