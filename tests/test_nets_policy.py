@@ -252,6 +252,31 @@ def test_stack_params_rejects_mismatched_keys():
         P.stack_params([a, b])
 
 
+def _assert_same_outputs(fast, stepped):
+    """(means, values, final state, gradients) of a fast path equal those of the stepped reference
+    (a gradient the reference does not have must be absent or zero)."""
+    (m1, v1, s1, g1), (m0, v0, s0, g0) = fast, stepped
+    torch.testing.assert_close(m1, m0)
+    torch.testing.assert_close(v1, v0)
+    for k in s0:
+        torch.testing.assert_close(s1[k], s0[k])
+    for k in g0:
+        if g0[k] is None:
+            assert g1[k] is None or not g1[k].any(), k
+        else:
+            torch.testing.assert_close(g1[k], g0[k])
+
+
+def _stepped(spec, params, obs, state0, dones):
+    """forward() step by step over the T steps of ``obs``: (means, values, final state)."""
+    state, ms, vs = state0, [], []
+    for t in range(obs.shape[0]):
+        m, v, state = P.forward(spec, params, obs[t], state, dones[t])
+        ms.append(m)
+        vs.append(v)
+    return torch.stack(ms), torch.stack(vs), state
+
+
 @pytest.mark.parametrize("agents", [(), (3,), (2, 2)], ids=["one-agent", "3-agents", "2x2-agents"])
 @pytest.mark.parametrize("arch", ["lstm", "rl2"])
 def test_sequence_fast_path_equals_stepping_forward_with_gradients(arch, agents):
@@ -274,28 +299,13 @@ def test_sequence_fast_path_equals_stepping_forward_with_gradients(arch, agents)
         if fused:
             means, values, state = P.forward_sequence(spec, params, obs, state0, dones)
         else:
-            state, ms, vs = state0, [], []
-            for t in range(T):
-                m, v, state = P.forward(spec, params, obs[t], state, dones[t])
-                ms.append(m)
-                vs.append(v)
-            means, values = torch.stack(ms), torch.stack(vs)
+            means, values, state = _stepped(spec, params, obs, state0, dones)
         weights = torch.arange(T, dtype=torch.float64).reshape(T, *([1] * (values.dim() - 1)))
         loss = (means ** 2).sum() + (values * weights).sum() + state["pi/c"].sum()
         grads = torch.autograd.grad(loss, list(params.values()), allow_unused=True)
         return means, values, state, dict(zip(params, grads))
 
-    m1, v1, s1, g1 = run(True)
-    m0, v0, s0, g0 = run(False)
-    torch.testing.assert_close(m1, m0)
-    torch.testing.assert_close(v1, v0)
-    for k in s0:
-        torch.testing.assert_close(s1[k], s0[k])
-    for k in g0:
-        if g0[k] is None:
-            assert g1[k] is None or not g1[k].any(), k
-        else:
-            torch.testing.assert_close(g1[k], g0[k])
+    _assert_same_outputs(run(True), run(False))
 
 
 @pytest.mark.parametrize("resets", ["none", "first-step-only", "mixed", "every-window"])
@@ -323,22 +333,10 @@ def test_torch_lstm_path_equals_stepping_forward_with_gradients(resets):
         if fused:
             means, values, state = P.forward_sequence(spec, params, obs, state0, dones, fused=True)
         else:
-            state, ms, vs = state0, [], []
-            for t in range(T):
-                m, v, state = P.forward(spec, params, obs[t], state, dones[t])
-                ms.append(m)
-                vs.append(v)
-            means, values = torch.stack(ms), torch.stack(vs)
+            means, values, state = _stepped(spec, params, obs, state0, dones)
         weights = torch.arange(T, dtype=torch.float64).unsqueeze(1)
         loss = (means ** 2).sum() + (values * weights).sum() + state["pi/c"].sum() + state["vf/h"].square().sum()
         grads = torch.autograd.grad(loss, list(params.values()), allow_unused=True, materialize_grads=True)
         return means, values, state, dict(zip(params, grads))
 
-    m1, v1, s1, g1 = run(True)
-    m0, v0, s0, g0 = run(False)
-    torch.testing.assert_close(m1, m0)
-    torch.testing.assert_close(v1, v0)
-    for k in s0:
-        torch.testing.assert_close(s1[k], s0[k])
-    for k in g0:
-        torch.testing.assert_close(g1[k], g0[k])
+    _assert_same_outputs(run(True), run(False))
