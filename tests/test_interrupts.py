@@ -208,7 +208,17 @@ def test_nothing_is_printed_after_the_resume_command(db_copy, tmp_path, monkeypa
     assert re.fullmatch(r"sumo --db '[^']+' tournament --resume \d+", hint), err
 
 
-def test_an_interrupt_that_lands_in_a_finalizer_is_delivered_again():
+@pytest.fixture
+def foreground_signals():
+    """The signal dispositions of a command started in the foreground (pytest itself may run as a
+    background job, whose SIGINT is ignored), put back afterwards."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler), signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGINT, before[0])
+    signal.signal(signal.SIGTERM, before[1])
+
+
+def test_an_interrupt_that_lands_in_a_finalizer_is_delivered_again(foreground_signals):
     """Python runs a signal handler between any two bytecodes, finalizers included, and drops what
     a finalizer raises ("Exception ignored in ..."). A Ctrl-C that lands there (an ORM object's
     weakref clean-up, say) must still stop the command, not be lost with the handler already set
@@ -222,19 +232,15 @@ def test_an_interrupt_that_lands_in_a_finalizer_is_delivered_again():
                 pass
 
     hook = sys.unraisablehook
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with first_interrupt_only():
-                SignalledWhileCollected()  # collected at once
-                for _ in range(200):
-                    time.sleep(0.005)
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with pytest.raises(KeyboardInterrupt):
+        with first_interrupt_only():
+            SignalledWhileCollected()  # collected at once
+            for _ in range(200):
+                time.sleep(0.005)
     assert sys.unraisablehook is hook
 
 
-def test_an_interrupt_during_a_transaction_waits_for_its_commit(tmp_path):
+def test_an_interrupt_during_a_transaction_waits_for_its_commit(tmp_path, foreground_signals):
     """A Ctrl-C inside a database transaction (in CI it once landed in SQLAlchemy's commit, and the
     command died with "This transaction is closed" and exit 1) is raised once the transaction has
     committed: what it wrote is kept, and the KeyboardInterrupt follows."""
@@ -244,18 +250,14 @@ def test_an_interrupt_during_a_transaction_waits_for_its_commit(tmp_path):
 
     db = open_database(str(tmp_path / "t.sqlite"))
     reached = []
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with first_interrupt_only():
-                with db.write() as s:
-                    os.kill(os.getpid(), signal.SIGINT)
-                    for _ in range(1000):  # the handler runs in here, inside the transaction
-                        pass
-                    reached.append("after the signal")
-                    s.add(Run(kind="train", config={}, seed=1, code_version="t"))
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with pytest.raises(KeyboardInterrupt):
+        with first_interrupt_only():
+            with db.write() as s:
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(1000):  # the handler runs in here, inside the transaction
+                    pass
+                reached.append("after the signal")
+                s.add(Run(kind="train", config={}, seed=1, code_version="t"))
     assert reached == ["after the signal"]
     with db.read() as s:
         assert s.query(Run).count() == 1
