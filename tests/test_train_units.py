@@ -163,7 +163,9 @@ def test_shaping_rescales_the_reference_terms():
     xy = res.final_obs_a[:, :2]
     assert d == pytest.approx(2 * res.control_a + 10 * res.move_a - 0.5 * np.hypot(xy[:, 0], xy[:, 1]))
     before = np.array([2.0, 2.3, 2.6])
-    d = Shaping(control=0.0, push=0.0, move=0.0, approach=2.0).dense(res, before)
+    obs_before = np.zeros_like(res.final_obs_a)  # own torso at the centre, the opponent's `before` away along x
+    obs_before[:, -13] = before
+    d = Shaping(control=0.0, push=0.0, move=0.0, approach=2.0).dense(res, obs_before)
     assert d == pytest.approx(2.0 * (before - torso_distance(res.final_obs_a)) / SE.DT)
     env.close()
 

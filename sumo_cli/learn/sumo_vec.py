@@ -65,12 +65,9 @@ class Shaping:
     push_out: float = 0.0
     tilt: float = 0.0
 
-    def dense(self, res: SE.StepResult, dist_before: np.ndarray | None = None,
-              opp_radius_before: np.ndarray | None = None, tilt_before: np.ndarray | None = None) -> np.ndarray:
-        """The shaped dense reward of agent A for one step (``dist_before``: torso distance before
-        the step, needed by ``approach``; ``opp_radius_before``: the opponent's distance from the
-        centre before the step, needed by ``push_out``; ``tilt_before``: :func:`tilt_balance` before
-        the step, needed by ``tilt``)."""
+    def dense(self, res: SE.StepResult, obs_before: np.ndarray | None = None) -> np.ndarray:
+        """The shaped dense reward of agent A for one step; ``obs_before``, A's observation the step
+        started from, is needed by the potential-based terms (``approach``, ``push_out``, ``tilt``)."""
         d = res.control_a * (self.control / SE.CONTROL_COST)
         d = d + res.push_a * (self.push / SE.PUSH_SCALE)
         d = d + res.move_a * (self.move / SE.MOVE_SCALE)
@@ -78,18 +75,12 @@ class Shaping:
         if self.centre:
             xy = res.final_obs_a[:, :2]
             d = d - self.centre * np.hypot(xy[:, 0], xy[:, 1]) * ok
-        if self.approach:
-            if dist_before is None:
-                raise ValueError("the approach term needs the distance before the step")
-            d = d + self.approach * (dist_before - torso_distance(res.final_obs_a)) / SE.DT * ok
-        if self.push_out:
-            if opp_radius_before is None:
-                raise ValueError("the push-out term needs the opponent's distance from the centre before the step")
-            d = d + self.push_out * (opponent_radius(res.final_obs_a) - opp_radius_before) / SE.DT * ok
-        if self.tilt:
-            if tilt_before is None:
-                raise ValueError("the tilt term needs the tilt balance before the step")
-            d = d + self.tilt * (tilt_balance(res.final_obs_a) - tilt_before) / SE.DT * ok
+        # potential-based terms: coefficient x (potential after - potential before) / dt
+        for coef, potential in ((-self.approach, torso_distance), (self.push_out, opponent_radius), (self.tilt, tilt_balance)):
+            if coef:
+                if obs_before is None:
+                    raise ValueError("the approach, push-out and tilt terms need the observation before the step")
+                d = d + coef * (potential(res.final_obs_a) - potential(obs_before)) / SE.DT * ok
         return d
 
     @property
@@ -335,10 +326,8 @@ class SumoVecEnv:
         self._interaction_eps = np.zeros(n, dtype=np.int64)
         self._ep_faithful = np.zeros(n)
         self._ep_train = np.zeros(n)
-        self._dist = torso_distance(obs_a)
-        self._opp_radius = opponent_radius(obs_a)
-        self._tilt = tilt_balance(obs_a)
-        self._ep_min = self._dist.copy()
+        self._obs_a = obs_a  # the next step's "before", for the potential-based shaping terms
+        self._ep_min = torso_distance(obs_a)
         self._ep_sum = np.zeros(n)
         self.episodes = []
         self._draw(np.arange(n))
@@ -348,7 +337,7 @@ class SumoVecEnv:
         act_b = self._opponent_actions(self._obs_b)
         res = self.sim.step(np.asarray(actions, dtype=np.float64), act_b)
         sparse = res.sparse_a
-        reward = self.alpha * self.shaping.dense(res, self._dist, self._opp_radius, self._tilt) + (1.0 - self.alpha) * sparse
+        reward = self.alpha * self.shaping.dense(res, self._obs_a) + (1.0 - self.alpha) * sparse
         self._ep_faithful += res.dense_a + sparse
         self._ep_train += reward
         dist = torso_distance(res.final_obs_a)
@@ -374,8 +363,7 @@ class SumoVecEnv:
             self._ep_faithful[idx] = 0.0
             self._ep_train[idx] = 0.0
             self._ep_sum[idx] = 0.0
-            dist[idx] = torso_distance(res.obs_a[idx])  # the new bouts' start
-            self._ep_min[idx] = dist[idx]
+            self._ep_min[idx] = torso_distance(res.obs_a[idx])  # the new bouts' start
             # opponents start every bout from a zero state, except RL^2 ones within an interaction
             for spec, st in self._opp_state.items():
                 if spec.arch != "rl2":
@@ -388,9 +376,7 @@ class SumoVecEnv:
                 changed[over] = True
         self._obs_b = res.obs_b
         # the next step's "before": after an auto-reset that is the new bout's start, not the final pose
-        self._dist = torso_distance(res.obs_a) if done.any() else dist
-        self._opp_radius = opponent_radius(res.obs_a)
-        self._tilt = tilt_balance(res.obs_a)
+        self._obs_a = res.obs_a
         return StepOut(obs=F.augment(self.features, res.obs_a), reward=reward, terminated=terminated,
                        truncated=truncated, final_obs=F.augment(self.features, res.final_obs_a),
                        info={"task_changed": changed})

@@ -390,6 +390,22 @@ def _torch_lstm_weights(kernel: Tensor, bias: Tensor, H: int) -> list[Tensor]:
     return [w[:-H].t(), w[-H:].t(), b, torch.zeros_like(b)]
 
 
+def _torch_lstm_nets(spec: PolicySpec, params: Params, x: Tensor, state0: State) -> tuple[Tensor, Tensor, State]:
+    """Both LSTM nets of one agent over windows ``x`` ``(T, B, D)`` with no reset after the first
+    step, through ``torch.lstm``: ``(means, values, final state)``."""
+    H = spec.hidden
+    T, B = x.shape[0], x.shape[1]
+    heads, final = {}, {}
+    for net in ("pi", "vf"):
+        e = torch.relu(torch.addmm(params[f"{net}/fc/b"], x.reshape(T * B, -1), params[f"{net}/fc/w"]))
+        out, h, c = torch.lstm(e.reshape(T, B, H), (state0[f"{net}/h"].unsqueeze(0), state0[f"{net}/c"].unsqueeze(0)),
+                               _torch_lstm_weights(params[f"{net}/lstm/kernel"], params[f"{net}/lstm/bias"], H),
+                               True, 1, 0.0, False, False, False)
+        heads[net] = torch.addmm(params[f"{net}/out/b"], out.reshape(T * B, H), params[f"{net}/out/w"])
+        final[f"{net}/h"], final[f"{net}/c"] = h[0], c[0]
+    return heads["pi"].reshape(T, B, -1), heads["vf"].reshape(T, B), final
+
+
 def _fused_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
                     dones: Tensor | None) -> tuple[Tensor, Tensor, State]:
     """:func:`forward_sequence` of one agent's LSTMs ``x`` ``(T, B, D)`` with ``torch.lstm`` (one
@@ -397,41 +413,22 @@ def _fused_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
     unroll at the PPO update's minibatches of ~400 windows of 10 steps). ``torch.lstm`` knows no
     reset inside a sequence: a reset at the first step zeroes the initial state, and the windows with
     a reset later on (a bout that ended inside the window) take the autograd unroll."""
-    H = spec.hidden
-    T, B = x.shape[0], x.shape[1]
-    keep0 = None
-    inner = torch.zeros(B, dtype=torch.bool)
-    if dones is not None:
-        d = dones.to(torch.bool)
-        keep0 = (~d[0]).to(x.dtype).unsqueeze(-1)
-        if T > 1:
-            inner = d[1:].any(0)
-    plain = torch.nonzero(~inner).flatten()
-    means, values = x.new_zeros(T, B, spec.act_dim), x.new_zeros(T, B)
-    final = {k: v.new_zeros(v.shape) for k, v in state0.items()}
-    heads, plain_final = {}, {}
-    if len(plain):
-        xp = x[:, plain]
-        for net in ("pi", "vf"):
-            h0, c0 = state0[f"{net}/h"][plain], state0[f"{net}/c"][plain]
-            if keep0 is not None:
-                h0, c0 = h0 * keep0[plain], c0 * keep0[plain]
-            e = torch.relu(torch.addmm(params[f"{net}/fc/b"], xp.reshape(-1, xp.shape[-1]), params[f"{net}/fc/w"]))
-            out, h, c = torch.lstm(e.reshape(T, len(plain), H), (h0.unsqueeze(0), c0.unsqueeze(0)),
-                                   _torch_lstm_weights(params[f"{net}/lstm/kernel"], params[f"{net}/lstm/bias"], H),
-                                   True, 1, 0.0, False, False, False)
-            heads[net] = torch.addmm(params[f"{net}/out/b"], out.reshape(-1, H), params[f"{net}/out/w"])
-            plain_final[f"{net}/h"], plain_final[f"{net}/c"] = h[0], c[0]
-        if len(plain) == B:  # no window with a reset inside: no scatter
-            return heads["pi"].reshape(T, B, -1), heads["vf"].reshape(T, B), plain_final
-        final = {k: final[k].index_copy(0, plain, v) for k, v in plain_final.items()}
-        means = means.index_copy(1, plain, heads["pi"].reshape(T, len(plain), -1))
-        values = values.index_copy(1, plain, heads["vf"].reshape(T, len(plain)))
-    rest = torch.nonzero(inner).flatten()
-    m, v, st = _recurrent_sequence(spec, params, x[:, rest], {k: s[rest] for k, s in state0.items()},
-                                   None if dones is None else dones[:, rest])
-    means, values = means.index_copy(1, rest, m), values.index_copy(1, rest, v)
-    return means, values, {k: final[k].index_copy(0, rest, st[k]) for k in final}
+    if dones is None:
+        return _torch_lstm_nets(spec, params, x, state0)
+    d = dones.to(torch.bool)
+    keep0 = (~d[0]).to(x.dtype).unsqueeze(-1)
+    state0 = {k: v * keep0 for k, v in state0.items()}
+    inner = d[1:].any(0)
+    if not inner.any():
+        return _torch_lstm_nets(spec, params, x, state0)
+    if inner.all():
+        return _recurrent_sequence(spec, params, x, state0, dones)
+    plain, rest = torch.nonzero(~inner).flatten(), torch.nonzero(inner).flatten()
+    m1, v1, s1 = _torch_lstm_nets(spec, params, x[:, plain], {k: v[plain] for k, v in state0.items()})
+    m2, v2, s2 = _recurrent_sequence(spec, params, x[:, rest], {k: v[rest] for k, v in state0.items()}, dones[:, rest])
+    back = torch.argsort(torch.cat([plain, rest]))  # the windows' original order
+    return (torch.cat([m1, m2], 1)[:, back], torch.cat([v1, v2], 1)[:, back],
+            {k: torch.cat([s1[k], s2[k]])[back] for k in s1})
 
 
 def _recurrent_sequence(spec: PolicySpec, params: Params, x: Tensor, state0: State,
