@@ -156,8 +156,8 @@ def _auto_teacher(db: Database, cfg: SP.TrainConfig) -> str:
 def _unfit_teacher(spec, cfg: SP.TrainConfig) -> str | None:  # noqa: ANN001 - nets.policy.PolicySpec
     """Why a stored policy of this spec cannot teach the run's policy, or None."""
     want = SP.policy_spec(cfg)
-    if spec.arch != "mlp":
-        return f"is a {spec.arch} policy; a teacher must be an MLP"
+    if spec.arch not in ("mlp", "lstm"):
+        return f"is a {spec.arch} policy; a teacher must be an MLP or an LSTM"
     if (spec.obs_dim, spec.act_dim, spec.features) != (want.obs_dim, want.act_dim, want.features):
         return (f"has features {spec.features} and {spec.obs_dim} inputs; "
                 f"this run's {cfg.body} policy has features {want.features} and {want.obs_dim}")
@@ -165,7 +165,7 @@ def _unfit_teacher(spec, cfg: SP.TrainConfig) -> str | None:  # noqa: ANN001 - n
 
 
 def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
-    """``cfg.teacher`` pinned to one stored version, once it loads as an MLP policy that observes what
+    """``cfg.teacher`` pinned to one stored version, once it loads as an MLP or LSTM policy that observes what
     the run's policy observes; else a UserError in one sentence."""
     if cfg.strategy == "meta":
         raise UserError("--teacher applies to the strategies none, track and rl2, not meta")

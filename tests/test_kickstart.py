@@ -1,6 +1,6 @@
 """Kickstarting (learn.kickstart): the Gaussian KL against torch's, the decaying weight, a PPO
-update that moves the policy toward a teacher, and `sumo train --teacher` end to end (the teacher
-pinned to a version, refused when it cannot teach)."""
+update that moves the policy toward a teacher, an LSTM teacher's means against stepping it, and
+`sumo train --teacher` end to end (the teacher pinned to a version, refused when it cannot teach)."""
 
 import json
 
@@ -77,10 +77,40 @@ def test_train_with_a_teacher_pins_it_and_logs_the_distillation(cli, tmp_path):
     assert "distill_kl" not in its[1].metrics  # the weight reached 0: plain PPO
 
 
-def test_teachers_that_cannot_teach_are_refused(cli):
+def test_an_lstm_teacher_teaches_an_mlp(cli, tmp_path):
     assert _train(cli, "--arch", "lstm", "--iterations", "1")[0] == 0
-    code, _, err = _train(cli, "--arch", "lstm", "--teacher", "ant-lstm", "--name", "b")
-    assert code == 2 and "a teacher must be an MLP" in err
+    code, out, err = _train(cli, "--arch", "mlp", "--iterations", "1", "--teacher", "ant-lstm", "--json")
+    assert code == 0, err
+    run = [r for r in rows(tmp_path)["Run"] if r.id == json.loads(out)["run_id"]][0]
+    assert run.config["train"]["teacher"] == "ant-lstm@1"
+    its = [i for i in rows(tmp_path)["Iteration"] if i.run_id == run.id]
+    assert its[0].metrics["distill_kl"] > 0
+
+
+def test_an_lstm_teachers_means_are_its_step_by_step_actions():
+    spec = P.PolicySpec("lstm", 3, 2, hidden=8)
+    env = PendulumVecEnv(3, max_steps=7)  # episodes end inside the rollout: the state must be zeroed there
+    norm = _norm_with_data(3, 2)
+    params = _randomised(spec, 5)
+    ro, _ = C.collect(env, spec, params, norm, 20, C.new_carry(env, spec, seed=1), _gen(1))
+    assert ro.first[1:].any()
+    teacher = KS.Teacher(spec, params, norm.stats)
+    got = teacher.means(ro, torch.float64)
+    from sumo_cli.nets import normalizer as nz
+
+    x = nz.normalize(norm.stats, ro.obs.to(torch.float64))
+    p64 = {k: v.detach().to(torch.float64) for k, v in params.items()}
+    state = P.initial_state(spec, 3, torch.float64)
+    for t in range(20):
+        state = P.reset_state(state, ro.first[t])
+        mean, _, state = P.forward(spec, p64, x[t], state)
+        assert torch.allclose(got[t], mean, atol=1e-10)
+
+
+def test_teachers_that_cannot_teach_are_refused(cli):
+    assert _train(cli, "--arch", "lstm", "--strategy", "rl2", "--iterations", "1", "--name", "an-rl2")[0] == 0
+    code, _, err = _train(cli, "--arch", "lstm", "--teacher", "an-rl2", "--name", "b")
+    assert code == 2 and "a teacher must be an MLP or an LSTM" in err
     assert _train(cli, "--arch", "mlp", "--features", "ego", "--iterations", "1", "--name", "ego-mlp")[0] == 0
     code, _, err = _train(cli, "--arch", "mlp", "--strategy", "meta", "--teacher", "ego-mlp", "--name", "c")
     assert code == 2 and "--teacher applies to the strategies none, track and rl2" in err

@@ -120,7 +120,7 @@ def train(
     minibatches: Optional[int] = typer.Option(None, "--minibatches", rich_help_panel="PPO and batch", help="Minibatches per epoch (default 8)."),
     ent_coef: Optional[float] = typer.Option(None, "--ent-coef", rich_help_panel="PPO and batch", help="Entropy bonus (default 0)."),
     reward_scale: Optional[float] = typer.Option(None, "--reward-scale", rich_help_panel="Reward shaping", help="Reward factor inside the learner (default 0.01)."),
-    teacher: Optional[str] = typer.Option(None, "--teacher", rich_help_panel="Recipe and agent", help="Kickstarting: imitate this stored MLP policy (name@version, same body and features) while the weight below decays, e.g. ant-mlp@588 teaching an LSTM; none: no teacher (fight: the body's MLP teaches an LSTM when the database has one)."),
+    teacher: Optional[str] = typer.Option(None, "--teacher", rich_help_panel="Recipe and agent", help="Kickstarting: imitate this stored MLP or LSTM policy (name@version, same body and features) while the weight below decays, e.g. ant-mlp@588 teaching an LSTM; none: no teacher (fight: the body's MLP teaches an LSTM when the database has one)."),
     teacher_coef: Optional[float] = typer.Option(None, "--teacher-coef", rich_help_panel="Recipe and agent", help="Kickstarting: weight of KL(teacher || policy) at iteration 1 (default 1)."),
     teacher_iterations: Optional[int] = typer.Option(None, "--teacher-iterations", rich_help_panel="Recipe and agent", help="Kickstarting: the weight reaches 0 after this many iterations (default 100)."),
     alpha_init: Optional[float] = typer.Option(None, "--alpha-init", rich_help_panel="Meta-learning", help="--strategy meta: the learnt step sizes' initial value (default 0.5; smaller for a warm start with --init-from)."),

@@ -3,12 +3,14 @@ trained by PPO with an extra loss that pulls its action distribution toward a st
 the states the student visits, weighted by a coefficient that decays to 0, after which training is
 plain PPO.
 
-Here the teacher is one of this project's own stored MLP agents (``--teacher NAME@V``), e.g. the
-self-play Ant MLP teaching an Ant LSTM, which learns the same recipe more slowly per env step
-(README: Results). The loss is the KL divergence KL(teacher || student) of the two diagonal
-Gaussians per step, summed over the action dimensions and averaged over the minibatch's steps;
-the teacher's means are computed once per iteration on the rollout's observations (normalised with
-the teacher's own statistics), so the teacher costs one MLP forward per env step.
+Here the teacher is one of this project's own stored MLP or LSTM agents (``--teacher NAME@V``),
+e.g. the self-play Ant MLP teaching an Ant LSTM, which learns the same recipe more slowly per env
+step, or a Spider LSTM teaching a Spider MLP (README: Results). The loss is the KL divergence
+KL(teacher || student) of the two diagonal Gaussians per step, summed over the action dimensions and
+averaged over the minibatch's steps; the teacher's means are computed once per iteration on the
+rollout's observations (normalised with the teacher's own statistics), so the teacher costs one
+forward per env step. An LSTM teacher is unrolled over each column from a zero state, zeroed again
+at every episode start, as it plays: the trainer's rollouts start fresh bouts at their first step.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def coefficient(k: int, coef: float, iterations: int) -> float:
 
 @dataclass
 class Teacher:
-    """A stored stateless (MLP) policy whose action distribution the student imitates."""
+    """A stored MLP or LSTM policy whose action distribution the student imitates."""
 
     spec: P.PolicySpec
     params: P.Params
@@ -50,7 +52,12 @@ class Teacher:
         """The teacher's action means on every step of ``rollout``, ``(T, N, act_dim)``."""
         x = nz.normalize(self.obs_stats, rollout.obs.to(dtype))  # as the student's inputs (ppo.rollout_inputs)
         params = {k: v.to(dtype) for k, v in self.params.items()}
-        return P.forward(self.spec, params, x, {})[0]
+        if not self.spec.recurrent:
+            return P.forward(self.spec, params, x, {})[0]
+        if not bool(rollout.first[0].all()):
+            raise ValueError("an LSTM teacher needs rollouts whose columns start a bout at their first step")
+        state0 = P.initial_state(self.spec, rollout.num_envs, dtype)
+        return P.forward_sequence(self.spec, params, x, state0, rollout.first, fused=True)[0]
 
     @property
     def logstd(self) -> Tensor:

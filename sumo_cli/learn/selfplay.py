@@ -141,7 +141,7 @@ class TrainConfig(StoredConfig):
     reward_scale: float = 0.01  # returns reach +-2000: scaled so the value loss does not swamp the
     # global gradient-norm clip (advantages are standardised anyway)
     # --- kickstarting (strategies none, track, rl2; learn.kickstart) --------------------------------
-    teacher: str = ""  # name@version of a stored MLP policy of the same observation (body and features) to
+    teacher: str = ""  # name@version of a stored MLP or LSTM policy of the same observation (body and features) to
     # imitate; "" = none; "auto" (the fight recipe) is resolved when the run is created: the body's MLP for a
     # recurrent learner if the database has one, else none. On the fight recipe alone the Ant LSTM plateaued
     # at 81% against motionless Ants, where the Ant MLP reached 98% (README: Results)
