@@ -336,7 +336,7 @@ def test_the_spider_learns_against_ant_and_bug_agents_and_never_a_motionless_spi
     motionless Spiders is refused with nothing written."""
     monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
     code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--opponents", "self", "--envs", "2", "--steps", "20",
-                       "--name", "still-spider")
+                       "--name", "my-spider")
     assert code == 2 and "a motionless Spider sinks below the fall line by itself" in err, err
     assert rows(tmp_path)["Run"] == []
     code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--envs", "2", "--steps", "20", "--epochs", "1",
