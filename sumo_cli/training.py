@@ -31,7 +31,7 @@ from sumo_cli import __version__, names
 from sumo_cli.errors import UserError
 from sumo_cli.learn import selfplay as SP
 from sumo_cli.learn.kickstart import Teacher
-from sumo_cli.learn.recipes import AUTO_TEACHER
+from sumo_cli.learn.recipes import AUTO_TEACHER, AUTO_TEACHER_BOTH
 from sumo_cli.learn.sumo_vec import OpponentPolicy
 from sumo_cli.library import checkpoint_file
 from sumo_cli.nets import normalizer as nz
@@ -110,7 +110,7 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
                         "ant-mlp@155,bug-mlp@328), or turn them off with --motionless-iterations 0 --motionless-fraction 0")
     if cfg.init_from:
         cfg.init_from = _check_init_from(db, cfg)
-    if cfg.teacher == AUTO_TEACHER:  # checked as it is chosen
+    if cfg.teacher in (AUTO_TEACHER, AUTO_TEACHER_BOTH):  # checked as it is chosen
         cfg.teacher = _auto_teacher(db, cfg)
     elif cfg.teacher.lower() == "none":
         cfg.teacher = ""
@@ -142,10 +142,11 @@ def _check_init_from(db: Database, cfg: SP.TrainConfig) -> str:
 
 def _auto_teacher(db: Database, cfg: SP.TrainConfig) -> str:
     """The recipe's "auto" teacher: the body's MLP (``<body>-mlp``) for a recurrent learner that can be
-    kickstarted, when the database has one that observes what the learner observes; else none."""
-    if cfg.policy_arch == "mlp" or cfg.strategy == "meta":
+    kickstarted, with "auto-both" also the body's LSTM (``<body>-lstm``) for an MLP learner, when the
+    database has one that observes what the learner observes; else none."""
+    if cfg.strategy == "meta" or (cfg.policy_arch == "mlp" and cfg.teacher != AUTO_TEACHER_BOTH):
         return ""
-    name = names.canonical_name(cfg.body, "mlp", "none")
+    name = names.canonical_name(cfg.body, "lstm" if cfg.policy_arch == "mlp" else "mlp", "none")
     with db.read() as s:
         if registry.get_agent(s, name) is None:
             return ""

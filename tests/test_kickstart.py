@@ -139,3 +139,18 @@ def test_the_fight_recipe_kickstarts_an_lstm_from_the_bodys_mlp(cli, tmp_path):
     assert _teacher_of(tmp_path, "untaught") == ""
     assert cli("train", "--body", "bug", "--arch", "lstm", "--iterations", "1", "--name", "a-bug", *FIGHT_TINY)[0] == 0
     assert _teacher_of(tmp_path, "a-bug") == ""  # no bug-mlp
+
+
+def test_the_fight_recipe_kickstarts_a_spider_mlp_from_the_spider_lstm(cli, tmp_path, monkeypatch):
+    """The Spider MLP passes its bars only when the Spider LSTM teaches it (README: Results), so the
+    recipe gives a Spider MLP the body's LSTM as its teacher; other bodies' MLPs learn alone."""
+    from pathlib import Path
+
+    monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
+    tiny = [*FIGHT_TINY, "--iterations", "1"]
+    assert cli("train", "--body", "spider", "--arch", "mlp", "--name", "taught-spider", *tiny)[0] == 0
+    assert _teacher_of(tmp_path, "taught-spider") == "spider-lstm@260"  # the shipped default version
+    assert cli("train", "--body", "spider", "--arch", "lstm", "--name", "taught-spider-lstm", *tiny)[0] == 0
+    assert _teacher_of(tmp_path, "taught-spider-lstm") == "spider-mlp@300"
+    assert cli("train", "--body", "ant", "--arch", "mlp", "--name", "lone-ant", *tiny)[0] == 0
+    assert _teacher_of(tmp_path, "lone-ant") == ""
