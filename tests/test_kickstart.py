@@ -3,6 +3,7 @@ update that moves the policy toward a teacher, an LSTM teacher's means against s
 `sumo train --teacher` end to end (the teacher pinned to a version, refused when it cannot teach)."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from benchmarks.toy_envs import PendulumVecEnv
 from sumo_cli.learn import collect as C
 from sumo_cli.learn import kickstart as KS
 from sumo_cli.learn.ppo import PPOConfig, make_optimizer, ppo_update
+from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 from tests.test_ppo import _gen, _norm_with_data, _randomised
 from tests.test_train import TINY, rows
@@ -96,8 +98,6 @@ def test_an_lstm_teachers_means_are_its_step_by_step_actions():
     assert ro.first[1:].any()
     teacher = KS.Teacher(spec, params, norm.stats)
     got = teacher.means(ro, torch.float64)
-    from sumo_cli.nets import normalizer as nz
-
     x = nz.normalize(norm.stats, ro.obs.to(torch.float64))
     p64 = {k: v.detach().to(torch.float64) for k, v in params.items()}
     state = P.initial_state(spec, 3, torch.float64)
@@ -144,8 +144,6 @@ def test_the_fight_recipe_kickstarts_an_lstm_from_the_bodys_mlp(cli, tmp_path):
 def test_the_fight_recipe_kickstarts_a_spider_mlp_from_the_spider_lstm(cli, tmp_path, monkeypatch):
     """The Spider MLP passes its bars only when the Spider LSTM teaches it (README: Results), so the
     recipe gives a Spider MLP the body's LSTM as its teacher; other bodies' MLPs learn alone."""
-    from pathlib import Path
-
     monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
     tiny = [*FIGHT_TINY, "--iterations", "1"]
     assert cli("train", "--body", "spider", "--arch", "mlp", "--name", "taught-spider", *tiny)[0] == 0

@@ -78,9 +78,9 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
     # needs a longer motionless phase: it first has to learn to stand (it loses ~95% of its bouts by
     # falling for ~100 iterations), and its share of wins against motionless bodies was still rising
     # after 200 iterations (44% of training bouts at 200, 79% at 440; README: Results). Measured: the
-    # shipped Spider's two runs (200 + 300 motionless iterations, then 100 mixed) reached 92% of 48
-    # faithful bouts against a motionless Ant; one run of these values (seed 4) 71% at iteration 500
-    # and 67% at 600: better than motionless Spiders, not yet the bar.
+    # two runs of the shipped still-spider (200 + 300 motionless iterations, then 100 mixed) reached 92%
+    # of 48 faithful bouts against a motionless Ant (87.5% of 192); one run of these values without a
+    # teacher (seed 4) 71% at iteration 500 and 67% at 600.
     # A Spider MLP is kickstarted by the body's LSTM when the database has one (the shipped spider-lstm):
     # alone, the Spider MLP won 83-91% of faithful bouts against motionless bodies whichever run trained it;
     # taught by spider-lstm@260 it won 92-93% on fresh seeds after 300 iterations (README: Results).

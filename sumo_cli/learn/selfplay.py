@@ -143,7 +143,8 @@ class TrainConfig(StoredConfig):
     # --- kickstarting (strategies none, track, rl2; learn.kickstart) --------------------------------
     teacher: str = ""  # name@version of a stored MLP or LSTM policy of the same observation (body and features) to
     # imitate; "" = none; "auto" (the fight recipe) is resolved when the run is created: the body's MLP for a
-    # recurrent learner if the database has one, else none. On the fight recipe alone the Ant LSTM plateaued
+    # recurrent learner if the database has one, else none ("auto-both", the fight recipe's Spider: also the
+    # body's LSTM for an MLP learner). On the fight recipe alone the Ant LSTM plateaued
     # at 81% against motionless Ants, where the Ant MLP reached 98% (README: Results)
     teacher_coef: float = 1.0  # weight of KL(teacher || policy) at iteration 1 (Schmitt et al. 2018 start at 1 too)
     teacher_iterations: int = 100  # the weight decays linearly to 0 over this many iterations; plain PPO after
