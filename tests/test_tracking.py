@@ -60,7 +60,7 @@ def play_round(p: S.Player, lengths: list[int], gen: torch.Generator, sign: floa
         obs=obs, actions=acts, logp=logp, values=vals, rewards=rewards,
         prev_rewards=torch.zeros(L, E), prev_dones=torch.zeros(L, E), lengths=lens,
         terminated=torch.tensor([i % 2 == 0 for i in range(E)]), final_values=torch.zeros(E),
-        state0=P.initial_state(spec, E),
+        state0=P.initial_state(spec, E), final_obs=torch.randn(E, D, generator=gen),
     )
 
 
@@ -79,7 +79,7 @@ def test_tracking_moves_the_policy_toward_the_rewarded_action(arch, sign):
     gen = torch.Generator().manual_seed(2)
     before = probe_mean(p)
     theta = {k: v.clone() for k, v in p.theta.items()}
-    for _ in range(10):
+    for _ in range(40):  # 40 rounds: two epochs a round move the mean about 0.001 a round
         stats = track_update(p, play_round(p, [150, 90, 61], gen, sign))
         assert all(torch.isfinite(v).all() for v in p.params.values())
         assert stats["num_grad_steps"] == TRACK_CONFIG.epochs * TRACK_CONFIG.num_minibatches
@@ -88,7 +88,7 @@ def test_tracking_moves_the_policy_toward_the_rewarded_action(arch, sign):
     assert sign * moved[0] > abs(moved[1]), moved  # more than along the unrewarded dimension
     # the trained parameters are never touched; the optimiser lives in the player's scratch
     assert all(torch.equal(theta[k], p.theta[k]) for k in theta)
-    assert p.scratch["track_updates"] == 10
+    assert p.scratch["track_updates"] == 40
     assert not any(v.requires_grad for v in p.params.values())
 
 
@@ -110,6 +110,30 @@ def test_rollout_reproduces_the_behaviour_log_probabilities(arch):
     assert ro.terminated[ends, 0].tolist() == exp.terminated.tolist()
     assert ro.truncated[ends, 0].tolist() == (~exp.terminated).tolist()
     assert int((ro.terminated | ro.truncated).sum()) == 4
+
+
+def test_lstm_update_computes_the_values_the_net_gives_step_by_step():
+    """An LSTM tracker's update takes the values of the round's steps and of each episode's final
+    observation from its own stacked unroll (the game leaves them out): they equal the net's values
+    stepped one episode at a time from a zero state, final observation appended."""
+    from sumo_cli.learn.tracking import _net_input, _window_starts, _window_states_many, _with_values
+
+    players = [make_player("lstm", seed=s) for s in range(3)]
+    assert not S.game_computes_values(players[0]) and S.game_computes_values(make_player("mlp"))
+    lengths = [[17, 30, 4], [1, 2, 1], [60, 9, 33]]
+    gen = torch.Generator().manual_seed(3)
+    exps = [play_round(p, n, gen) for p, n in zip(players, lengths)]
+    inputs = [_net_input(p.spec, p.params, p.obs_stats, *e.with_final_step()) for p, e in zip(players, exps)]
+    starts = [_window_starts(e.lengths, TRACK_CONFIG.bptt_len) for e in exps]
+    unrolled = _window_states_many(players[0].spec, [p.params for p in players], inputs, starts, values=True)
+    for p, e, x, (_, v) in zip(players, exps, inputs, unrolled):
+        got = _with_values(e, v)
+        for col, n in enumerate(e.lengths.tolist()):
+            with torch.no_grad():
+                _, ref, _ = P.forward_sequence(p.spec, p.params, x[: n + 1, col], P.initial_state(p.spec, ()))
+            torch.testing.assert_close(got.values[:n, col], ref[:n], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(got.final_values[col], ref[n], atol=1e-5, rtol=1e-5)
+            assert not got.values[n:, col].any()
 
 
 def test_only_tracking_players_change():

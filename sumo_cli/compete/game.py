@@ -201,24 +201,18 @@ class _Side:
         obs_l, means, actions = (torch.from_numpy(x[:L].copy()) for x in (self.obs, self.means, self.actions))
         rew, prev_r_l, prev_d_l = (torch.from_numpy(x[:L].copy()) for x in (self.rew, self.prev_r, self.prev_d))
         logp = P.log_prob(means, params["logstd"], actions)
-        values = torch.zeros(L, E)
-        final_v = torch.zeros(E)
-        if self.p.strategy in S.NEEDS_VALUES:
-            # One pass over the round with the final observation appended after each episode's
-            # last step, so V(final obs) comes out of the same unroll.
-            n = torch.from_numpy(lengths.astype(np.int64))
-            obs = torch.cat([obs_l, torch.zeros(1, E, spec.obs_dim)])
-            obs[n, torch.arange(E)] = torch.from_numpy(spec.view(final_obs)).float()
-            prev_r = torch.cat([prev_r_l, rew[n - 1, torch.arange(E)][None]])
-            prev_d = torch.cat([prev_d_l, torch.zeros(1, E)])
-            _, v, _ = P.forward_sequence(spec, params, self._input(obs, prev_r, prev_d), self.state0)
-            values, final_v = v[:L], v[n, torch.arange(E)]
         mask = torch.arange(L)[:, None] < torch.from_numpy(lengths)[None]
-        return S.Experience(
-            obs=obs_l, actions=actions, logp=logp * mask, values=values * mask, rewards=rew,
+        exp = S.Experience(
+            obs=obs_l, actions=actions, logp=logp * mask, values=torch.zeros(L, E), rewards=rew,
             prev_rewards=prev_r_l, prev_dones=prev_d_l, lengths=torch.from_numpy(lengths.astype(np.int64)),
-            terminated=torch.from_numpy(terminated), final_values=final_v, state0=self.state0,
+            terminated=torch.from_numpy(terminated), final_values=torch.zeros(E), state0=self.state0,
+            final_obs=torch.from_numpy(spec.view(final_obs)).float(),
         )
+        if S.game_computes_values(self.p):
+            _, v, _ = P.forward_sequence(spec, params, self._input(*exp.with_final_step()), self.state0)
+            exp.values, exp.final_values = v[:L] * mask, v[exp.lengths, torch.arange(E)]
+        return exp
+
 
 def round_result(index: int, version_a: int, version_b: int, outcome: np.ndarray, reason: np.ndarray,
                  lengths: np.ndarray) -> RoundResult:

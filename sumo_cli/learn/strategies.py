@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
 from torch import Tensor
 
 from sumo_cli.nets import policy as P
@@ -27,8 +28,14 @@ from sumo_cli.nets import policy as P
 STRATEGIES = ("none", "track", "meta", "rl2")
 #: Strategies that change parameters between rounds (the others need no round experience).
 ADAPTING = ("track", "meta")
-#: Strategies whose adaptation needs value estimates of the round's steps.
-NEEDS_VALUES = ("track", "meta")
+
+
+def game_computes_values(p: "Player") -> bool:
+    """Whether the game computes the value estimates of the round's steps for ``p``'s adaptation:
+    for meta and MLP tracking players. An LSTM tracker's update computes them itself, in the same
+    stacked unroll over the round that gives its BPTT windows' start states
+    (:mod:`sumo_cli.learn.tracking`), rather than in a second pass per player."""
+    return p.strategy == "meta" or (p.strategy == "track" and not p.spec.recurrent)
 
 
 @dataclass
@@ -41,7 +48,7 @@ class Experience:
     obs: Tensor  # (L, E, D) raw observations
     actions: Tensor  # (L, E, A)
     logp: Tensor  # (L, E) behaviour log-probabilities
-    values: Tensor  # (L, E)
+    values: Tensor  # (L, E) zeros where the game does not compute them (game_computes_values)
     rewards: Tensor  # (L, E)
     prev_rewards: Tensor  # (L, E)
     prev_dones: Tensor  # (L, E)
@@ -49,6 +56,20 @@ class Experience:
     terminated: Tensor  # (E,) bool: decided (bootstrap 0) rather than the step limit's draw
     final_values: Tensor  # (E,) V(final obs), used where not terminated
     state0: dict[str, Tensor] = field(default_factory=dict)
+    final_obs: Tensor | None = None  # (E, D) each episode's observation after its last step
+
+    def with_final_step(self) -> tuple[Tensor, Tensor, Tensor]:
+        """``obs``, ``prev_rewards``, ``prev_dones`` ``(L + 1, E, ...)`` with each episode's final
+        observation placed after its last step (its last reward as the previous reward), so that
+        one unroll over them gives V(final obs) too."""
+        if self.final_obs is None:
+            raise ValueError("this round's experience has no final observations")
+        n, cols = self.lengths, torch.arange(self.lengths.shape[0])
+        obs = torch.cat([self.obs, self.obs.new_zeros(1, *self.obs.shape[1:])])
+        obs[n, cols] = self.final_obs.to(obs.dtype)
+        prev_r = torch.cat([self.prev_rewards, self.rewards[n - 1, cols][None]])
+        prev_d = torch.cat([self.prev_dones, self.prev_dones.new_zeros(1, len(cols))])
+        return obs, prev_r, prev_d
 
 
 @dataclass

@@ -15,19 +15,28 @@ non-RL^2 player starts each episode from a zero state); its last step is ``termi
 bout: bootstrap 0) or ``truncated`` (the step limit's draw, or an unstable bout: bootstrap with
 ``final_values``). For the LSTM, the states at the BPTT window starts are recomputed with the
 behaviour parameters (the ``params`` the round was played with), all episodes unrolled in parallel,
-so the first epoch's importance ratios are 1. Behaviour log-probabilities and values are those the
-game recorded.
+so the first epoch's importance ratios are 1; the values of the round's steps (and of each
+episode's final observation) come out of the same unroll, rather than from a second pass per player
+in the game. Behaviour log-probabilities are those the game recorded (and the values, for the MLP).
 
 :data:`TRACK_CONFIG` is the update used at test time: the paper's PPO values (clip 0.2, lr 3e-4,
-gamma 0.995, lambda 0.95, BPTT 10) with 10 epochs and **4 minibatches** (a round is 3 episodes, a
-few hundred to 1,500 steps, so the training batch's 32 minibatches would be a handful of steps
-each), and ``reward_scale`` = 0.01 (the scale :mod:`sumo_cli.learn.selfplay` trains the value
-function with; the game hands over faithful rewards, dense + sparse, of order 1,000).
+gamma 0.995, lambda 0.95, BPTT 10, 4 minibatches per epoch: its 32,000-episode epochs of 8,000-episode
+minibatches) with ``reward_scale`` = 0.01 (the scale :mod:`sumo_cli.learn.selfplay` trains the value
+function with; the game hands over faithful rewards, dense + sparse, of order 1,000) and **2 epochs**
+per round. The paper does not give tracking's epochs. A round is 3 bouts, a few hundred steps, and
+more passes over so little data fit its noise: in 32 seeded 30-round games each
+(``python -m benchmarks.track_epochs``), zoo-ant-lstm-v3 tracking against zoo-bug-lstm-v3 won 4.9
+points fewer bouts (95% interval 2.5-7.3) with 10 epochs than without adapting, and 1.7 fewer with
+2; the shipped ant-lstm against zoo-ant-lstm-v3 was within a point of either. Each epoch costs about
+0.06 of the round's physics (the update's forward and backward through both LSTMs of every agent),
+so 2 epochs also keep a game's computation beside its physics under 0.3 of the physics.
 
 Deterministic: the minibatch order comes from a generator seeded with 0 at the game's first update.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 
@@ -37,7 +46,11 @@ from sumo_cli.learn.stacked_ppo import AgentState, lstm_states, stacked_ppo_upda
 from sumo_cli.learn.strategies import Experience, Player
 from sumo_cli.nets import policy as P
 
-TRACK_CONFIG = PPOConfig(num_minibatches=4, reward_scale=0.01)
+TRACK_CONFIG = PPOConfig(epochs=2, num_minibatches=4, reward_scale=0.01)
+
+#: The fewest rows (steps x episodes) of the stacked unroll's matrix products (see
+#: :func:`_window_states_many`).
+MIN_ROWS = 64
 
 
 def _episode_index(lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -55,33 +68,51 @@ def _window_starts(lengths: torch.Tensor, L: int) -> tuple[list[int], list[int]]
 
 
 def _window_states_many(spec: P.PolicySpec, params: list[P.Params], xs: list[torch.Tensor],
-                        starts: list[tuple[list[int], list[int]]]) -> list[dict]:
+                        starts: list[tuple[list[int], list[int]]], values: bool = False) -> list:
     """The states fed into steps 0, L, 2L, ... of each player's concatenated column, ``(C, 1, H)``:
     every player's E episodes unrolled in parallel from a zero state with its behaviour parameters,
     all players of the same E stacked in one unroll (:func:`~sumo_cli.learn.stacked_ppo.lstm_states`;
-    a player alone is a group of one)."""
+    a player alone is a group of one). With ``values``, each player's entry is ``(states, values)``:
+    the values of every step of ``xs`` (whole, to its last step) from the same unroll."""
     out: list = [None] * len(params)
     groups: dict[int, list[int]] = {}
     for i, x in enumerate(xs):
         groups.setdefault(x.shape[1], []).append(i)
-    for idx in groups.values():
-        T = max(max(starts[i][0]) + 1 for i in idx)
+    for E, idx in groups.items():
+        T = max(xs[i].shape[0] if values else max(starts[i][0]) + 1 for i in idx)
+        # matrix products over fewer rows than a few vector registers' worth take another BLAS
+        # path, which rounds differently: every unroll covers at least MIN_ROWS rows
+        T = max(T, -(-MIN_ROWS // E))
         x = torch.stack([torch.cat([xs[i][:T], xs[i].new_zeros(max(0, T - xs[i].shape[0]), *xs[i].shape[1:])]) for i in idx], 1)
         stacked = {k: torch.stack([params[i][k].detach() for i in idx]) for k in params[idx[0]]}
         record: dict[int, list[tuple[int, int, int]]] = {}
         for g, i in enumerate(idx):
             for slot, (t, e) in enumerate(zip(*starts[i])):
                 record.setdefault(t, []).append((g, slot, e))
-        for g, st in enumerate(lstm_states(spec, stacked, x, record)):
-            out[idx[g]] = {k: torch.stack(v)[:, None] for k, v in st.items()}
+        unrolled = lstm_states(spec, stacked, x, record, values)
+        states, v = unrolled if values else (unrolled, None)
+        for g, st in enumerate(states):
+            st = {k: torch.stack(s)[:, None] for k, s in st.items()}
+            out[idx[g]] = (st, v[g, :xs[idx[g]].shape[0]]) if values else st
     return out
 
 
-def _net_input(spec: P.PolicySpec, params: P.Params, obs_stats: dict, exp: Experience) -> torch.Tensor:
+def _net_input(spec: P.PolicySpec, params: P.Params, obs_stats: dict, obs: torch.Tensor, prev_rewards: torch.Tensor,
+               prev_dones: torch.Tensor) -> torch.Tensor:
     from sumo_cli.learn.collect import net_input
 
     dtype = params["logstd"].dtype
-    return net_input(spec, obs_stats, exp.obs.to(dtype), exp.prev_rewards.to(dtype), exp.prev_dones.to(dtype))
+    return net_input(spec, obs_stats, obs.to(dtype), prev_rewards.to(dtype), prev_dones.to(dtype))
+
+
+def _with_values(exp: Experience, v: torch.Tensor) -> Experience:
+    """``exp`` with the values of its steps and of its final observations taken from ``v``
+    ``(L + 1, E)``, the values over :meth:`~sumo_cli.learn.strategies.Experience.with_final_step`."""
+    L, E = exp.obs.shape[:2]
+    valid = torch.arange(L)[:, None] < exp.lengths[None]
+    v = v.to(exp.values.dtype)
+    return replace(exp, values=torch.where(valid, v[:L], torch.zeros_like(v[:L])),
+                   final_values=v[exp.lengths, torch.arange(E)])
 
 
 def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict, exp: Experience, bptt_len: int,
@@ -110,8 +141,8 @@ def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict,
     state0: dict = {}
     if spec.recurrent:
         if chunk_states is None:
-            (chunk_states,) = _window_states_many(spec, [params], [_net_input(spec, params, obs_stats, exp)],
-                                                  [_window_starts(lengths, bptt_len)])
+            x = _net_input(spec, params, obs_stats, exp.obs, exp.prev_rewards, exp.prev_dones)
+            (chunk_states,) = _window_states_many(spec, [params], [x], [_window_starts(lengths, bptt_len)])
         state0 = {k: v[0].clone() for k, v in chunk_states.items()}
     else:
         chunk_states = {}
@@ -145,9 +176,13 @@ def track_update_many(players: list[Player], experiences: list[Experience],
         states.append(p.scratch["track"])
     states0: list = [None] * len(players)
     if spec.recurrent:
-        inputs = [_net_input(spec, p.params, p.obs_stats, e) for p, e in zip(players, experiences)]
-        states0 = _window_states_many(spec, [p.params for p in players], inputs,
-                                      [_window_starts(e.lengths.to(torch.long), cfg.bptt_len) for e in experiences])
+        # the values too come out of the stacked unroll that gives the window states: the game
+        # leaves them to this update (strategies.game_computes_values)
+        inputs = [_net_input(spec, p.params, p.obs_stats, *e.with_final_step()) for p, e in zip(players, experiences)]
+        starts = [_window_starts(e.lengths.to(torch.long), cfg.bptt_len) for e in experiences]
+        unrolled = _window_states_many(spec, [p.params for p in players], inputs, starts, values=True)
+        states0 = [st for st, _ in unrolled]
+        experiences = [_with_values(e, v) for e, (_, v) in zip(experiences, unrolled)]
     rollouts = [experience_to_rollout(spec, p.params, p.obs_stats, e, cfg.bptt_len, st)
                 for p, e, st in zip(players, experiences, states0)]
     params = [{k: v.detach() for k, v in p.params.items()} for p in players]
