@@ -10,7 +10,8 @@ games, 95% bootstrap interval over games), and the paired difference of each tra
 against the first one listed (per game, over all rounds after the first). The adaptation's CPU
 share comes from the same runs: seconds of adaptation per second of physics.
 
-Needs a database holding A and B (``--db``; the zoo with SUMO_ZOO_DIR imported).
+A and B come from the database (``--db``): the shipped agents, or any other it holds (the zoo's,
+once imported).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.learn import tracking
 from sumo_cli.library import load_agent
+from sumo_cli.shipped import register_shipped
 from sumo_cli.store.database import Database
 
 
@@ -50,7 +52,7 @@ def play(a: AgentData, b: AgentData, games: int, rounds: int, seed: int, physics
     return won, timing
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", default=os.path.expanduser("~/.sumo/sumo.sqlite"))
     ap.add_argument("--a", required=True, help="the tracking agent")
@@ -61,9 +63,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--physics", default="faithful")
     ap.add_argument("--out", help="write the results as JSON here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     url = args.db if "://" in args.db else f"sqlite:///{args.db}"
     db = Database(url)
+    register_shipped(db)
     a, b = (AgentData.from_loaded(load_agent(db, n)) for n in (args.a, args.b))
     b = dataclasses.replace(b, strategy="none")
     base = tracking.TRACK_CONFIG
