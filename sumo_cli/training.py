@@ -103,10 +103,10 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
     if not opponents:
         raise UserError("--opponents is empty; give agent names, or self for self-play")
     still = cfg.strategy != "meta" and (cfg.motionless_iterations > 0 or cfg.motionless_fraction > 0)
-    sags = sorted({op.body for op in opponents if not BODIES[op.body].stands_unactuated})
-    if still and sags:
-        raise UserError(f"a motionless {sags[0].capitalize()} sinks below the fall line by itself (a win for nothing): "
-                        "while motionless opponents are on, train against agents of bodies that stand (e.g. --opponents "
+    if still and not any(BODIES[op.body].stands_unactuated for op in opponents):
+        sag = opponents[0].body.capitalize()
+        raise UserError(f"a motionless {sag} sinks below the fall line by itself (a win for nothing), so motionless "
+                        "opponents are drawn only from bodies that stand: add an Ant or a Bug to --opponents (e.g. "
                         "ant-mlp@155,bug-mlp@328), or turn them off with --motionless-iterations 0 --motionless-fraction 0")
     if cfg.init_from:
         cfg.init_from = _check_init_from(db, cfg)

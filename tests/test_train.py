@@ -333,7 +333,7 @@ def test_the_fight_recipe_is_the_default_and_typed_options_override_it(cli, tmp_
 def test_the_spider_learns_against_ant_and_bug_agents_and_never_a_motionless_spider(cli, tmp_path, monkeypatch):
     """A motionless Spider sags below the fall line by itself: the fight recipe gives the Spider the
     shipped Ant and Bug MLPs as opponents (with a longer motionless phase), and a run that would face
-    motionless Spiders is refused with nothing written."""
+    motionless Spiders only is refused with nothing written."""
     monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
     code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--opponents", "self", "--envs", "2", "--steps", "20",
                        "--name", "my-spider")
@@ -348,6 +348,10 @@ def test_the_spider_learns_against_ant_and_bug_agents_and_never_a_motionless_spi
     assert (stored["motionless_iterations"], stored["motionless_fraction"]) == (500, 0.5)
     assert [(o["name"], o["body"], o["pinned"]) for o in run.config["opponents"]] == [("ant-mlp", "ant", 155),
                                                                                         ("bug-mlp", "bug", 328)]
+    # with a standing body in the pool, motionless opponents are that body's and the Spiders play
+    code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--opponents", "self,ant-mlp@155", "--envs", "2",
+                       "--steps", "20", "--epochs", "1", "--minibatches", "1", "--iterations", "1", "--name", "mixed-spider")
+    assert code == 0, err
     # without motionless opponents a Spider may play Spiders (self-play)
     code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--opponents", "self", "--motionless-iterations", "0",
                        "--motionless-fraction", "0", "--envs", "2", "--steps", "20", "--epochs", "1", "--minibatches", "1",

@@ -95,6 +95,22 @@ def test_plan_draws_self_play_snapshots_up_to_the_current_one():
     assert [o.key for o in again[0].opponents] == [o.key for o in jobs[0].opponents]
 
 
+def test_a_spider_is_never_a_motionless_opponent():
+    """A motionless Spider sags below the fall line by itself: while motionless opponents are on, the
+    shards of standing bodies play motionless ones, the Spider shards play their agents."""
+    cfg = SP.TrainConfig(body="spider", arch="mlp", n_envs=4, num_steps=8, rollout_shards=2, opponent_samples=4,
+                         opponents=["self", "ant-x"], motionless_iterations=2, motionless_fraction=0.5)
+    learner = SP.PPOLearner(SP.policy_spec(cfg), cfg)
+    ant = SP.snapshot_opponent(SP.PPOLearner(SP.policy_spec(SP.TrainConfig(body="ant", arch="mlp")), cfg), "ant", "ant-x@1")
+    store = SP.MemoryStore("spider", {"ant-x": [ant]})
+    store.start(learner)
+    for k, p_ant in ((1, 1.0), (3, 0.5)):
+        by_body = {j.opp_body: j for j in SP.plan_jobs(cfg, k, store.pool(), store)}
+        assert (by_body["ant"].motionless_prob, by_body["spider"].motionless_prob) == (p_ant, 0.0)
+        assert by_body["spider"].opponents and all(o.key.startswith("self@") for o in by_body["spider"].opponents)
+        assert bool(by_body["ant"].opponents) == (p_ant < 1.0)
+
+
 def test_shards_follow_opponent_bodies():
     cfg = SP.TrainConfig(n_envs=8, rollout_shards=2)
     assert [(s.opp_body, s.n_envs) for s in SP.shard_layout(cfg, ["ant"])] == [("ant", 4), ("ant", 4)]

@@ -687,20 +687,22 @@ def plan_jobs(cfg: TrainConfig, k: int, pool: list[tuple[str, str, list[int]]], 
     jobs = []
     for sh in shard_layout(cfg, bodies):
         mine = [(n, vs) for n, b, vs in pool if b == sh.opp_body]
-        draws = sample_opponents(rng, mine, k, cfg.opponent_samples) if p_still < 1.0 else []
+        # a body that sags below the fall line unactuated (the Spider) is never a motionless opponent
+        p_body = p_still if body_spec(sh.opp_body).stands_unactuated else 0.0
+        draws = sample_opponents(rng, mine, k, cfg.opponent_samples) if p_body < 1.0 else []
         opponents = [store.load_opponent(n, v) for n, v in draws]
         jobs.append(RolloutJob(
             shard=sh.index, env_seed=derive_seed(cfg.seed, k, _ENV_SEED, sh.index),
             policy_seed=derive_seed(cfg.seed, k, _POLICY_SEED, sh.index), body=cfg.body, opp_body=sh.opp_body,
             n_envs=sh.n_envs, num_steps=cfg.num_steps, physics=cfg.physics, spec={}, params={}, obs_stats={},
-            opponents=opponents, motionless_prob=p_still, alpha=alpha, shaping=cfg.shaping(), start=start,
+            opponents=opponents, motionless_prob=p_body, alpha=alpha, shaping=cfg.shaping(), start=start,
             episodes_per_opponent=cfg.interaction_episodes, bptt_len=cfg.ppo().bptt_len, reset_on="episode",
         ))
     return jobs
 
 
 def iteration_metrics(ctx: IterationContext, stats: dict) -> dict:
-    m = {"alpha": ctx.alpha, "motionless_prob": ctx.jobs[0].motionless_prob,
+    m = {"alpha": ctx.alpha, "motionless_prob": max(j.motionless_prob for j in ctx.jobs),
          "start_radius": ctx.jobs[0].start.radius or START_RADIUS}
     if ctx.jobs[0].start.face_opponent:
         m["face_error"] = ctx.jobs[0].start.face_error
