@@ -24,12 +24,13 @@ gamma 0.995, lambda 0.95, BPTT 10, 4 minibatches per epoch: its 32,000-episode e
 minibatches) with ``reward_scale`` = 0.01 (the scale :mod:`sumo_cli.learn.selfplay` trains the value
 function with; the game hands over faithful rewards, dense + sparse, of order 1,000) and **2 epochs**
 per round. The paper does not give tracking's epochs. A round is 3 bouts, a few hundred steps, and
-more passes over so little data fit its noise: in 32 seeded 30-round games each
-(``python -m benchmarks.track_epochs``), zoo-ant-lstm-v3 tracking against zoo-bug-lstm-v3 won 4.9
-points fewer bouts (95% interval 2.5-7.3) with 10 epochs than without adapting, and 1.7 fewer with
-2; the shipped ant-lstm against zoo-ant-lstm-v3 was within a point of either. Each epoch costs about
-0.06 of the round's physics (the update's forward and backward through both LSTMs of every agent),
-so 2 epochs also keep a game's computation beside its physics under 0.3 of the physics.
+Adam's steps over so little data are mostly noise: in 32 seeded games of 100 rounds
+(``python -m benchmarks.track_epochs``), zoo-ant-lstm-v3 tracking against zoo-bug-lstm-v3 won 49%
+of its bouts in rounds 68-100 without adapting, 42% with 2 epochs and 26% with 10;
+zoo-spider-lstm-v3 against zoo-ant-lstm-v3 54%, 46% and 34%. (The paper, too, finds tracking no
+better than no adaptation, sometimes worse.) Each epoch costs about 0.06 of the round's physics
+(the update's forward and backward through both LSTMs of every agent), so 2 epochs also keep a
+game's computation beside its physics under 0.3 of the physics.
 
 Deterministic: the minibatch order comes from a generator seeded with 0 at the game's first update.
 """
