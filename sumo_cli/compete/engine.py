@@ -137,10 +137,17 @@ class _Policies:
 
     def act(self, games: list[_Game]) -> None:
         groups: dict = {}
+        views: dict = {}  # a table side's observations as each policy-side feature set sees them
         for g in games:
             rows = g.rows
             for side, obs in ((g.side_a, g.table.obs_a), (g.side_b, g.table.obs_b)):
-                groups.setdefault(side.p.spec, []).append((g, side, side.p.spec.view(obs[rows])))
+                spec = side.p.spec
+                # features are computed row by row: once over the table's rows, sliced per game
+                # (tests/test_engine.py: each game equals the same game played alone)
+                key = (id(obs), spec.features)
+                if key not in views:
+                    views[key] = spec.view(obs)
+                groups.setdefault(spec, []).append((g, side, views[key][rows]))
         for spec, entries in groups.items():
             ids = tuple(id(side.actor) for _, side, _ in entries)
             cached = self._cache.get(spec)
