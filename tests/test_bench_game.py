@@ -30,3 +30,17 @@ def test_bench_game_reports_breakdown_and_projection(cli):
 def test_bench_game_rejects_unknown_strategy(cli):
     code, _, err = cli("bench", "game", "--strategies", "none,greedy")
     assert code == 2 and "--strategies" in err
+
+
+def test_bench_game_measures_the_shipped_agents_by_default(cli, monkeypatch):
+    """Where the database has the shipped LSTMs, the default pair is theirs; RL^2, which none of them
+    is, gets a fresh RL^2 agent of A's body in A's place."""
+    from pathlib import Path
+
+    monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
+    code, out, err = cli("bench", "game", "--rounds", "1", "--episodes", "1", "--strategies", "none,rl2",
+                         "--concurrent", "2", "--reference-games", "0", "--physics", "fast", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["agents"] == "ant-lstm,bug-lstm" and doc["bodies"] == ["ant", "bug"]
+    assert set(doc["strategies"]) == {"none", "rl2"}

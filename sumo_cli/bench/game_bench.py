@@ -5,7 +5,8 @@ one engine (compete/engine.py, what tournament and evolution workers run) and sp
 wall time into physics, policy calls, adaptation and bookkeeping; as the reference, measured in the
 same run, it plays a few of the same games one at a time with play_game. Ratios are per game-round.
 The meta strategy's adaptation is timed separately at its steady state (a full 75-episode buffer;
-four agents adapted in one call, which updates them one after another). The paper's 100-round game
+four agents adapted in one call, which updates them one after another). RL^2 needs an RL^2 agent:
+when A is not one, a fresh zoo-sized RL^2 agent of A's body plays A's part in that row. The paper's 100-round game
 is projected from the per-round figures, and tournament and evolution wall times from it for 1..64
 workers (local processes or Ray workers, one core each).
 """
@@ -115,7 +116,7 @@ def _ratios(x: dict) -> dict:
 
 def run(body_a: str = "ant", body_b: str = "ant", rounds: int = 5, episodes: int = 3, physics: str = "faithful",
         strategies: tuple[str, ...] = STRATEGIES, agents: tuple[AgentData, AgentData] | None = None,
-        concurrent: int = 32, reference_games: int = 2, paper_rounds: int = 100, matches: int = 1000,
+        agents_label: str | None = None, concurrent: int = 32, reference_games: int = 2, paper_rounds: int = 100, matches: int = 1000,
         generations: int = 10, progress=None) -> dict:  # noqa: ANN001
     torch.set_num_threads(1)
     cores = os.cpu_count() or 1
@@ -125,7 +126,9 @@ def run(body_a: str = "ant", body_b: str = "ant", rounds: int = 5, episodes: int
         if agents is not None:
             a, b = replace(agents[0], strategy=strategy), agents[1]
             if (strategy == "rl2") != (a.spec["arch"] == "rl2"):
-                continue
+                if strategy != "rl2":
+                    continue
+                a = random_agent(a.body, "rl2", 1)  # no RL^2 agent given: a fresh one plays A's part
         else:
             a, b = random_agent(body_a, strategy, 1), random_agent(body_b, "none", 2)
         fixtures = [Fixture(i, a, b, settings, 7 + i) for i in range(concurrent)]
@@ -164,7 +167,7 @@ def run(body_a: str = "ant", body_b: str = "ant", rounds: int = 5, episodes: int
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
         "bodies": [a.body, b.body] if rows else [body_a, body_b], "concurrent_games": concurrent,
         "short_setting": {"rounds": rounds, "episodes": episodes}, "reference_games": reference_games,
-        "agents": "given" if agents is not None else "fresh zoo-sized LSTM weights",
+        "agents": agents_label or ("given" if agents is not None else "fresh zoo-sized LSTM weights"),
         "strategies": rows,
         "projection": {
             "mean_paper_game_seconds": mean_game,

@@ -9,6 +9,18 @@ import typer
 from sumo_cli.cli.common import err_console, friendly, open_db, print_json
 
 
+#: What `sumo bench game` measures by default: trained agents whose bouts last as long as real
+#: games' (fresh random weights fall within ~40 steps, rounds with little physics in them).
+DEFAULT_AGENTS = ("ant-lstm", "bug-lstm")
+
+
+def _has_agent(db, name: str) -> bool:  # noqa: ANN001
+    from sumo_cli.store import registry
+
+    with db.read() as s:
+        return registry.get_agent(s, name) is not None
+
+
 @friendly
 def game(
     ctx: typer.Context,
@@ -16,7 +28,9 @@ def game(
     episodes: int = typer.Option(3, "--episodes", help="Episodes per round."),
     physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
     agents: Optional[str] = typer.Option(
-        None, "--agents", help="A,B from the database (default: fresh zoo-sized LSTM agents, Ant vs Ant)."
+        None, "--agents", help="A,B from the database (default: the shipped ant-lstm,bug-lstm where the database has "
+        "them, else fresh zoo-sized LSTM agents, Ant vs Ant). RL^2 is measured with a fresh RL^2 agent of A's body "
+        "unless A is one."
     ),
     strategies: str = typer.Option("none,rl2,track,meta", "--strategies", help="Strategies of A to measure."),
     concurrent: int = typer.Option(32, "--concurrent", help="Games played at once in the measured engine."),
@@ -39,17 +53,21 @@ def game(
     unknown = [s for s in chosen if s not in STRATEGIES]
     if unknown or not chosen:
         raise UserError(f"--strategies takes some of {', '.join(STRATEGIES)}; got {strategies!r}")
-    pair = None
     if agents:
+        names = [a.strip() for a in agents.split(",") if a.strip()]
+        if len(names) != 2:
+            raise UserError("--agents takes exactly two names, A,B")
+    db = open_db(ctx)
+    if not agents:
+        names = list(DEFAULT_AGENTS) if all(_has_agent(db, n) for n in DEFAULT_AGENTS) else []
+    pair, label = None, "fresh zoo-sized LSTM weights"
+    if names:
         from sumo_cli.compete.game import AgentData
         from sumo_cli.library import load_agent
 
-        names = [a for a in agents.split(",") if a.strip()]
-        if len(names) != 2:
-            raise UserError("--agents takes exactly two names, A,B")
-        db = open_db(ctx)
         pair = tuple(AgentData.from_loaded(load_agent(db, n)) for n in names)
-    doc = run(rounds=rounds, episodes=episodes, physics=physics, strategies=chosen, agents=pair,
+        label = ",".join(names)
+    doc = run(rounds=rounds, episodes=episodes, physics=physics, strategies=chosen, agents=pair, agents_label=label,
               concurrent=concurrent, reference_games=reference_games,
               progress=lambda s, row: err_console.print(f"measured {s}: {row['engine']['wall_s']:.1f} s"))
     if json_out:
