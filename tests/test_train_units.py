@@ -101,7 +101,8 @@ def test_a_spider_is_never_a_motionless_opponent():
     cfg = SP.TrainConfig(body="spider", arch="mlp", n_envs=4, num_steps=8, rollout_shards=2, opponent_samples=4,
                          opponents=["self", "ant-x"], motionless_iterations=2, motionless_fraction=0.5)
     learner = SP.PPOLearner(SP.policy_spec(cfg), cfg)
-    ant = SP.snapshot_opponent(SP.PPOLearner(SP.policy_spec(SP.TrainConfig(body="ant", arch="mlp")), cfg), "ant", "ant-x@1")
+    ant_learner = SP.PPOLearner(SP.policy_spec(SP.TrainConfig(body="ant", arch="mlp")), cfg)
+    ant = SP.snapshot_opponent(ant_learner, "ant", "ant-x@1")
     store = SP.MemoryStore("spider", {"ant-x": [ant]})
     store.start(learner)
     for k, p_ant in ((1, 1.0), (3, 0.5)):

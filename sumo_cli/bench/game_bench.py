@@ -6,9 +6,9 @@ wall time into physics, policy calls, adaptation and bookkeeping; as the referen
 same run, it plays a few of the same games one at a time with play_game. Ratios are per game-round.
 The meta strategy's adaptation is timed separately at its steady state (a full 75-episode buffer;
 four agents adapted in one call, which updates them one after another). RL^2 needs an RL^2 agent:
-when A is not one, a fresh zoo-sized RL^2 agent of A's body plays A's part in that row. The paper's 100-round game
-is projected from the per-round figures, and tournament and evolution wall times from it for 1..64
-workers (local processes or Ray workers, one core each).
+when A is not one, a fresh zoo-sized RL^2 agent of A's body plays A's part in that row. The paper's
+100-round game is projected from the per-round figures, and tournament and evolution wall times
+from it for 1..64 workers (local processes or Ray workers, one core each).
 """
 
 from __future__ import annotations
@@ -116,8 +116,8 @@ def _ratios(x: dict) -> dict:
 
 def run(body_a: str = "ant", body_b: str = "ant", rounds: int = 5, episodes: int = 3, physics: str = "faithful",
         strategies: tuple[str, ...] = STRATEGIES, agents: tuple[AgentData, AgentData] | None = None,
-        agents_label: str | None = None, concurrent: int = 32, reference_games: int = 2, paper_rounds: int = 100, matches: int = 1000,
-        generations: int = 10, progress=None) -> dict:  # noqa: ANN001
+        agents_label: str | None = None, concurrent: int = 32, reference_games: int = 2, paper_rounds: int = 100,
+        matches: int = 1000, generations: int = 10, progress=None) -> dict:  # noqa: ANN001
     torch.set_num_threads(1)
     cores = os.cpu_count() or 1
     settings = GameSettings(rounds=rounds, episodes=episodes, physics=physics, threads=1)

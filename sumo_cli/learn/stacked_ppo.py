@@ -170,7 +170,8 @@ def lstm_states(spec: P.PolicySpec, params: P.Params, x: Tensor, record: dict[in
         if values or t + 1 < T:
             h, c, _, _ = cell(torch.baddbmm(gx[:, t], h, kh), c)
             if values:
-                v_out.append(torch.baddbmm(wide["vf/out/b"].unsqueeze(1), h.view(G, 2, E, H)[:, 1], wide["vf/out/w"])[..., 0])
+                value_h = h.view(G, 2, E, H)[:, 1]
+                v_out.append(torch.baddbmm(wide["vf/out/b"].unsqueeze(1), value_h, wide["vf/out/w"])[..., 0])
     states = [{k: [v[i] for i in sorted(v)] for k, v in o.items()} for o in out]
     if not values:
         return states
