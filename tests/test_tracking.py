@@ -125,7 +125,7 @@ def test_lstm_update_computes_the_values_the_net_gives_step_by_step():
     exps = [play_round(p, n, gen) for p, n in zip(players, lengths)]
     inputs = [_net_input(p.spec, p.params, p.obs_stats, *e.with_final_step()) for p, e in zip(players, exps)]
     starts = [_window_starts(e.lengths, TRACK_CONFIG.bptt_len) for e in exps]
-    unrolled = _window_states_many(players[0].spec, [p.params for p in players], inputs, starts, values=True)
+    unrolled = _window_states_many(players[0].spec, [p.params for p in players], inputs, starts)
     for p, e, x, (_, v) in zip(players, exps, inputs, unrolled):
         got = _with_values(e, v)
         for col, n in enumerate(e.lengths.tolist()):
@@ -188,9 +188,9 @@ def test_stacked_lstm_states_do_not_depend_on_the_group():
     params = [P.init_params(spec, torch.Generator().manual_seed(k)) for k in range(5)]
     x = torch.randn(9, 5, 3, spec.input_dim, generator=torch.Generator().manual_seed(9))
     record = {t: [(g, t, t % 3) for g in range(5)] for t in range(9)}
-    together = lstm_states(spec, {k: torch.stack([p[k] for p in params]) for k in params[0]}, x, record)
+    together, _ = lstm_states(spec, {k: torch.stack([p[k] for p in params]) for k in params[0]}, x, record)
     for g in range(5):
         alone = lstm_states(spec, {k: v[None] for k, v in params[g].items()}, x[:, g:g + 1],
-                            {t: [(0, t, t % 3)] for t in range(9)})[0]
+                            {t: [(0, t, t % 3)] for t in range(9)})[0][0]
         for k in alone:
             assert all(torch.equal(a, b) for a, b in zip(alone[k], together[g][k])), k

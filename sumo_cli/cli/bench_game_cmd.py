@@ -14,11 +14,11 @@ from sumo_cli.cli.common import err_console, friendly, open_db, print_json
 DEFAULT_AGENTS = ("ant-lstm", "bug-lstm")
 
 
-def _has_agent(db, name: str) -> bool:  # noqa: ANN001
+def _has_agents(db, names: tuple[str, ...]) -> bool:  # noqa: ANN001
     from sumo_cli.store import registry
 
     with db.read() as s:
-        return registry.get_agent(s, name) is not None
+        return all(registry.get_agent(s, n) is not None for n in names)
 
 
 @friendly
@@ -59,7 +59,7 @@ def game(
             raise UserError("--agents takes exactly two names, A,B")
     db = open_db(ctx)
     if not agents:
-        names = list(DEFAULT_AGENTS) if all(_has_agent(db, n) for n in DEFAULT_AGENTS) else []
+        names = list(DEFAULT_AGENTS) if _has_agents(db, DEFAULT_AGENTS) else []
     pair, label = None, "fresh zoo-sized LSTM weights"
     if names:
         from sumo_cli.compete.game import AgentData

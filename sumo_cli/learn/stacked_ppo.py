@@ -145,12 +145,12 @@ def _cell(G: int, H: int, dtype: torch.dtype) -> Cell:
 
 
 @torch.no_grad()
-def lstm_states(spec: P.PolicySpec, params: P.Params, x: Tensor, record: dict[int, list[tuple[int, int, int]]],
-                values: bool = False) -> list[dict] | tuple[list[dict], Tensor]:
+def lstm_states(spec: P.PolicySpec, params: P.Params, x: Tensor,
+                record: dict[int, list[tuple[int, int, int]]]) -> tuple[list[dict], Tensor]:
     """Unroll stacked LSTM (or RL^2) nets (``params`` with a leading agent dim G) over ``x``
-    ``(T, G, E, D)`` from a zero state, and return, per agent, the states before the steps that
-    ``record[t]`` names as ``(agent, slot, column)``: ``{key: [state (H,) per slot]}``; with
-    ``values``, also the value net's output at every step, ``(G, T, E)``."""
+    ``(T, G, E, D)`` from a zero state. Returns, per agent, the states before the steps that
+    ``record[t]`` names as ``(agent, slot, column)``: ``{key: [state (H,) per slot]}``; and the
+    value net's output at every step, ``(G, T, E)``."""
     T, G, E = x.shape[:3]
     H = spec.hidden
     gx, kh = _input_gates(spec, params, x)
@@ -158,24 +158,18 @@ def lstm_states(spec: P.PolicySpec, params: P.Params, x: Tensor, record: dict[in
     c = torch.zeros(G * 2, E, H, dtype=x.dtype)
     out: list[dict] = [{} for _ in range(G)]
     cell = _cell(G, H, x.dtype)
-    if values:
-        # per step: a product over all T steps at once would take another BLAS path for some T
-        wide = _with_wide_value_head(params)
-        v_out = []
+    wide = _with_wide_value_head(params)
+    values = []
     for t in range(T):
         for g, slot, col in record.get(t, ()):
             for n, net in enumerate(("pi", "vf")):
                 out[g].setdefault(f"{net}/h", {})[slot] = h[2 * g + n, col].clone()
                 out[g].setdefault(f"{net}/c", {})[slot] = c[2 * g + n, col].clone()
-        if values or t + 1 < T:
-            h, c, _, _ = cell(torch.baddbmm(gx[:, t], h, kh), c)
-            if values:
-                value_h = h.view(G, 2, E, H)[:, 1]
-                v_out.append(torch.baddbmm(wide["vf/out/b"].unsqueeze(1), value_h, wide["vf/out/w"])[..., 0])
+        h, c, _, _ = cell(torch.baddbmm(gx[:, t], h, kh), c)
+        # per step: a product over all T steps at once would take another BLAS path for some T
+        values.append(torch.baddbmm(wide["vf/out/b"].unsqueeze(1), h.view(G, 2, E, H)[:, 1], wide["vf/out/w"])[..., 0])
     states = [{k: [v[i] for i in sorted(v)] for k, v in o.items()} for o in out]
-    if not values:
-        return states
-    return states, torch.stack(v_out, 1)
+    return states, torch.stack(values, 1)
 
 
 def _input_gates(spec: P.PolicySpec, params: P.Params, x: Tensor) -> tuple[Tensor, Tensor]:

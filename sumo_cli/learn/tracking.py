@@ -69,32 +69,29 @@ def _window_starts(lengths: torch.Tensor, L: int) -> tuple[list[int], list[int]]
 
 
 def _window_states_many(spec: P.PolicySpec, params: list[P.Params], xs: list[torch.Tensor],
-                        starts: list[tuple[list[int], list[int]]], values: bool = False) -> list:
-    """The states fed into steps 0, L, 2L, ... of each player's concatenated column, ``(C, 1, H)``:
-    every player's E episodes unrolled in parallel from a zero state with its behaviour parameters,
-    all players of the same E stacked in one unroll (:func:`~sumo_cli.learn.stacked_ppo.lstm_states`;
-    a player alone is a group of one). With ``values``, each player's entry is ``(states, values)``:
-    the values of every step of ``xs`` (whole, to its last step) from the same unroll."""
+                        starts: list[tuple[list[int], list[int]]]) -> list[tuple[dict, torch.Tensor]]:
+    """Per player, ``(states, values)``: the states fed into steps 0, L, 2L, ... of its concatenated
+    column, ``(C, 1, H)``, and the values of every step of its ``xs``. Every player's E episodes are
+    unrolled in parallel from a zero state with its behaviour parameters, all players of the same E
+    stacked in one unroll (:func:`~sumo_cli.learn.stacked_ppo.lstm_states`; a player alone is a
+    group of one)."""
     out: list = [None] * len(params)
     groups: dict[int, list[int]] = {}
     for i, x in enumerate(xs):
         groups.setdefault(x.shape[1], []).append(i)
     for E, idx in groups.items():
-        T = max(xs[i].shape[0] if values else max(starts[i][0]) + 1 for i in idx)
         # matrix products over fewer rows than a few vector registers' worth take another BLAS
         # path, which rounds differently: every unroll covers at least MIN_ROWS rows
-        T = max(T, -(-MIN_ROWS // E))
-        x = torch.stack([torch.cat([xs[i][:T], xs[i].new_zeros(max(0, T - xs[i].shape[0]), *xs[i].shape[1:])]) for i in idx], 1)
+        T = max(max(xs[i].shape[0] for i in idx), -(-MIN_ROWS // E))
+        x = torch.stack([torch.cat([xs[i], xs[i].new_zeros(T - xs[i].shape[0], *xs[i].shape[1:])]) for i in idx], 1)
         stacked = {k: torch.stack([params[i][k].detach() for i in idx]) for k in params[idx[0]]}
         record: dict[int, list[tuple[int, int, int]]] = {}
         for g, i in enumerate(idx):
             for slot, (t, e) in enumerate(zip(*starts[i])):
                 record.setdefault(t, []).append((g, slot, e))
-        unrolled = lstm_states(spec, stacked, x, record, values)
-        states, v = unrolled if values else (unrolled, None)
+        states, values = lstm_states(spec, stacked, x, record)
         for g, st in enumerate(states):
-            st = {k: torch.stack(s)[:, None] for k, s in st.items()}
-            out[idx[g]] = (st, v[g, :xs[idx[g]].shape[0]]) if values else st
+            out[idx[g]] = ({k: torch.stack(s)[:, None] for k, s in st.items()}, values[g, :xs[idx[g]].shape[0]])
     return out
 
 
@@ -143,7 +140,7 @@ def experience_to_rollout(spec: P.PolicySpec, params: P.Params, obs_stats: dict,
     if spec.recurrent:
         if chunk_states is None:
             x = _net_input(spec, params, obs_stats, exp.obs, exp.prev_rewards, exp.prev_dones)
-            (chunk_states,) = _window_states_many(spec, [params], [x], [_window_starts(lengths, bptt_len)])
+            ((chunk_states, _),) = _window_states_many(spec, [params], [x], [_window_starts(lengths, bptt_len)])
         state0 = {k: v[0].clone() for k, v in chunk_states.items()}
     else:
         chunk_states = {}
@@ -181,7 +178,7 @@ def track_update_many(players: list[Player], experiences: list[Experience],
         # leaves them to this update (strategies.game_computes_values)
         inputs = [_net_input(spec, p.params, p.obs_stats, *e.with_final_step()) for p, e in zip(players, experiences)]
         starts = [_window_starts(e.lengths.to(torch.long), cfg.bptt_len) for e in experiences]
-        unrolled = _window_states_many(spec, [p.params for p in players], inputs, starts, values=True)
+        unrolled = _window_states_many(spec, [p.params for p in players], inputs, starts)
         states0 = [st for st, _ in unrolled]
         experiences = [_with_values(e, v) for e, (_, v) in zip(experiences, unrolled)]
     rollouts = [experience_to_rollout(spec, p.params, p.obs_stats, e, cfg.bptt_len, st)
