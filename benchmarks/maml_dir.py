@@ -43,6 +43,7 @@ the published numbers (approximate read-offs of Finn et al. 2017, Fig. 5; see ``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import time
@@ -141,12 +142,12 @@ class DirectionTask:
         self.data = [mujoco.MjData(m) for _ in range(n)]
         self.qpos = np.zeros((n, m.nq))
         self.qvel = np.zeros((n, m.nv))
-        assert (self.body.observe(self.qpos, self.qvel).shape[1], m.nu) == (self.obs_dim, self.act_dim)
         self.t = np.zeros(n, dtype=np.int64)
         self.unstable_count = 0
         self.rng = np.random.default_rng(seed)
         self.tasks = self.draw(self.num_groups)
         self.env_tasks = np.repeat(self.tasks, self.group_size)
+        assert (self.state.shape[1], m.nu) == (self.obs_dim, self.act_dim)
 
     @property
     def state(self) -> np.ndarray:
@@ -251,6 +252,20 @@ class RunnerVelocity(RunnerDirection):
         return -np.abs(velocity - self.env_tasks)
 
 
+class TaskObserved:
+    """Mixin for MAML's oracle, "a policy that receives the goal as part of its input": the env's task
+    (a direction or a goal velocity) appended to the observation."""
+
+    @property
+    def state(self) -> np.ndarray:
+        return np.concatenate([super().state, self.env_tasks[:, None]], axis=1)
+
+
+def oracle_task(task_cls: type) -> type:
+    """``task_cls`` with the task in the observation (one more input)."""
+    return type(task_cls.__name__ + "Oracle", (TaskObserved, task_cls), {"obs_dim": task_cls.obs_dim + 1})
+
+
 TASKS = {"ant": AntDirection, "runner": RunnerDirection, "runner-vel": RunnerVelocity}
 # the runner: 12 M env steps per seed, ~17 min of meta-training on one core; at 150 iterations the meta-learner
 # adapted but was not yet ahead of pretrained + fine-tuning (README)
@@ -262,17 +277,17 @@ DEFAULT_ITERS = {"ant": 40, "runner": 300, "runner-vel": 300}
 
 
 def curve(spec, theta, log_alpha, cfg, stats, seed: int, tasks: int = EVAL_TASKS, episodes: int = EVAL_EPISODES,
-          seeds: int = EVAL_SEEDS, task_cls=AntDirection) -> list[float]:
-    """Mean return per episode after 0..STEPS steps over ``seeds`` x ``tasks`` fresh tasks."""
+          seeds: int = EVAL_SEEDS, task_cls=AntDirection, steps: int = STEPS) -> list[float]:
+    """Mean return per episode after 0..steps steps over ``seeds`` x ``tasks`` fresh tasks."""
     runs = [TK.adaptation_curve(task_cls(tasks, episodes, seed=seed + e), spec, theta, log_alpha, cfg,
-                                steps=STEPS, seed=seed + e, stats=stats) for e in range(seeds)]
+                                steps=steps, seed=seed + e, stats=stats) for e in range(seeds)]
     return np.concatenate(runs, axis=1).mean(1).tolist()
 
 
 def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
              eval_tasks: int = EVAL_TASKS, eval_episodes: int = EVAL_EPISODES, body: str = "ant", log=print,
-             **cfg_kw) -> dict:
-    """One training seed: meta-training, PPO on the same env steps, then every curve.
+             baselines: bool = True, **cfg_kw) -> dict:
+    """One training seed: meta-training, PPO on the same env steps (unless not ``baselines``), then every curve.
     ``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
     torch.set_num_threads(1)
     cfg = ML.MetaConfig(**cfg_kw)
@@ -298,6 +313,11 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     t1 = time.perf_counter()
     out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
     out["eval_curve_s"] = time.perf_counter() - t1
+    if cfg_kw:
+        out["config"] = cfg_kw
+    if not baselines:
+        log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
+        return out
     # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
     env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
     pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
@@ -316,6 +336,28 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
                                             task_cls=task_cls)
         out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
     log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
+    return out
+
+
+def oracle_seed(seed: int, env_steps: int, body: str = "runner", hidden: int = 64,
+                eval_tasks: int = EVAL_TASKS, eval_episodes: int = EVAL_EPISODES, log=print) -> dict:
+    """MAML's oracle for one training seed: PPO with the task in the observation (every episode a fresh
+    task, as the pre-trained baseline), ``env_steps`` env steps, then its mean return per episode on the
+    evaluation tasks of :func:`run_seed` (no adaptation: it is told the task)."""
+    torch.set_num_threads(1)
+    task_cls = oracle_task(TASKS[body])
+    spec = P.PolicySpec("mlp", task_cls.obs_dim, task_cls.act_dim, hidden=hidden)
+    H = task_cls.horizon
+    pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
+    penv = task_cls(10, 10, seed=seed, resample_every_episode=True)
+    t0 = time.perf_counter()
+    pres = PPO.train_ppo(penv, spec, pcfg, env_steps // (penv.num_envs * H), seed)
+    pth = {k: v.detach() for k, v in pres.params.items()}
+    no_steps = torch.zeros((1, len(ML.GaussianModel(spec).param_shapes())))
+    ret = curve(spec, pth, no_steps, ML.MetaConfig(), pres.obs_norm.stats, 10_000 + 101 * seed, eval_tasks,
+                eval_episodes, task_cls=task_cls, steps=0)[0]
+    out = {"seed": seed, "body": body, "env_steps": env_steps, "oracle": ret, "ppo_train_s": time.perf_counter() - t0}
+    log(json.dumps(out))
     return out
 
 
@@ -339,6 +381,20 @@ def summarise(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _overrides(pairs: list[str]) -> dict:
+    """``FIELD=VALUE`` strings as MetaConfig keyword arguments, each value parsed as its field's type."""
+    fields = {f.name: f.type for f in dataclasses.fields(ML.MetaConfig)}
+    out = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key not in fields:
+            raise SystemExit(f"--set: MetaConfig has no field {key!r}")
+        kind = str(fields[key]).split(" |")[0]
+        out[key] = (None if value == "None" else int(value) if kind == "int" else float(value) if kind == "float" else
+                    value.lower() in ("1", "true", "yes") if kind == "bool" else value)
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
@@ -353,15 +409,33 @@ def main(argv=None) -> None:
     ap.add_argument("--eval-episodes", type=int, default=EVAL_EPISODES)
     ap.add_argument("--json", help="also write the per-seed results here (rewritten after every seed)")
     ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
+    ap.add_argument("--oracle", action="store_true",
+                    help="only MAML's oracle: PPO told the task, on the env steps of --iters meta-iterations")
+    ap.add_argument("--meta-only", action="store_true", help="skip PPO pre-training and the fine-tuning baselines")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a MetaConfig field that differs from the default configuration (experiments)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    iters = args.iters or DEFAULT_ITERS[args.body]
+    if args.oracle:
+        H = TASKS[args.body].horizon
+        env_steps = iters * (ML.MetaConfig().num_steps + 1) * args.tasks * args.episodes * H
+        res = [oracle_seed(s, env_steps, args.body, eval_tasks=args.eval_tasks, eval_episodes=args.eval_episodes)
+               for s in range(args.first_seed, args.first_seed + args.seeds)]
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f)
+        m, h = interval(np.array([[r["oracle"]] for r in res]))
+        print(f"oracle ({args.body}, {env_steps} env steps per seed): {m[0]:.1f} +- {h[0]:.1f} per episode")
+        return
     if args.summarise:
         results = [r for path in args.summarise for r in json.load(open(path))]
     else:
         results = []
         for s in range(args.first_seed, args.first_seed + args.seeds):
-            results.append(run_seed(s, args.iters or DEFAULT_ITERS[args.body], args.tasks, args.episodes, eval_tasks=args.eval_tasks,
-                                    eval_episodes=args.eval_episodes, body=args.body))
+            results.append(run_seed(s, iters, args.tasks, args.episodes, eval_tasks=args.eval_tasks,
+                                    eval_episodes=args.eval_episodes, body=args.body,
+                                    baselines=not args.meta_only, **_overrides(args.set)))
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(results, f)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from benchmarks import planar_runner as PR
-from benchmarks.maml_dir import TASKS, AntDirection, DirectionTask, RunnerDirection
+from benchmarks.maml_dir import TASKS, AntDirection, DirectionTask, RunnerDirection, _overrides, oracle_task
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import tasks as TK
 from sumo_cli.nets import policy as P
@@ -106,3 +106,26 @@ def test_the_meta_learner_runs_on_it(body):
     log_alpha = torch.full((cfg.num_steps, len(ML.GaussianModel(spec).param_shapes())), math.log(0.1))
     out = TK.adaptation_curve(task_cls(2, 2, seed=1, horizon=4), spec, theta, log_alpha, cfg, steps=2, seed=1)
     assert out.shape == (3, 2) and np.isfinite(out).all()
+
+
+def test_the_oracle_observes_its_task_across_episode_boundaries():
+    """MAML's oracle sees the task as its last input: after an episode ends in the pre-training stream,
+    the final observation carries the old direction and the next one the redrawn direction."""
+    cls = oracle_task(RunnerDirection)
+    env = cls(8, 1, seed=0, horizon=2, resample_every_episode=True)
+    obs = env.sample_tasks(2)
+    assert obs.shape == (8, RunnerDirection.obs_dim + 1) and (obs[:, -1] == env.env_tasks).all()
+    np.testing.assert_array_equal(obs[:, :-1], RunnerDirection(8, 1).body.observe(env.qpos, env.qvel).astype(np.float32))
+    env.step(np.zeros((8, 6)))
+    old = env.env_tasks.copy()
+    out = env.step(np.zeros((8, 6)))
+    assert out.terminated.all() and (env.env_tasks != old).any()
+    assert (out.final_obs[:, -1] == old).all() and (out.obs[:, -1] == env.env_tasks).all()
+
+
+def test_config_overrides_parse_as_their_fields_types():
+    got = _overrides(["outer_epochs=8", "lr=1e-3", "clip_value=None", "score_term=false", "outer_steps=all"])
+    assert got == {"outer_epochs": 8, "lr": 1e-3, "clip_value": None, "score_term": False, "outer_steps": "all"}
+    ML.MetaConfig(**got)
+    with pytest.raises(SystemExit, match="no field 'epochs'"):
+        _overrides(["epochs=3"])
