@@ -43,7 +43,6 @@ the published numbers (approximate read-offs of Finn et al. 2017, Fig. 5; see ``
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import time
@@ -55,7 +54,7 @@ import numpy as np
 import torch
 
 from benchmarks import planar_runner as PR
-from benchmarks.maml_nav import interval
+from benchmarks.maml_nav import config_overrides, interval
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import meta_train as MT
 from sumo_cli.learn import ppo as PPO
@@ -286,7 +285,7 @@ def curve(spec, theta, log_alpha, cfg, stats, seed: int, tasks: int = EVAL_TASKS
 
 def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
              eval_tasks: int = EVAL_TASKS, eval_episodes: int = EVAL_EPISODES, body: str = "ant", log=print,
-             baselines: bool = True, **cfg_kw) -> dict:
+             baselines: bool = True, normalize_obs: bool = False, **cfg_kw) -> dict:
     """One training seed: meta-training, PPO on the same env steps (unless not ``baselines``), then every curve.
     ``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
     torch.set_num_threads(1)
@@ -301,20 +300,22 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         out.setdefault("step_returns", []).append([round(float(x), 2) for x in info["step_returns"]])
         out.setdefault("alpha_curve", []).append(ML.alpha_metrics(info["alpha"]))
         if it % 5 == 0 or it == iters - 1:
-            log(f"seed {seed} meta it {it}: returns by step {np.round(info['step_returns'], 1).tolist()} "
-                f"({time.perf_counter() - t0:.0f} s)")
+            alpha = [round(a, 2) for a in out["alpha_curve"][-1].values()]
+            log(f"seed {seed} meta it {it}: returns by step {np.round(info['step_returns'], 1).tolist()}, "
+                f"alpha {alpha} ({time.perf_counter() - t0:.0f} s)")
 
     menv = task_cls(tasks, episodes, seed=seed)
-    res = MT.meta_train(menv, spec, cfg, iters, seed, steps_pre=H, steps_post=H, normalize_obs=False,
+    res = MT.meta_train(menv, spec, cfg, iters, seed, steps_pre=H, steps_post=H, normalize_obs=normalize_obs,
                         callback=progress)
+    meta_stats = None if res.obs_norm is None else res.obs_norm.stats
     out["meta_train_s"] = time.perf_counter() - t0
     out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
     ev = 10_000 + 101 * seed
     t1 = time.perf_counter()
-    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
+    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, meta_stats, ev, eval_tasks, eval_episodes, task_cls=task_cls)
     out["eval_curve_s"] = time.perf_counter() - t1
-    if cfg_kw:
-        out["config"] = cfg_kw
+    if cfg_kw or normalize_obs:
+        out["config"] = {**cfg_kw, **({"normalize_obs": True} if normalize_obs else {})}
     if not baselines:
         log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
         return out
@@ -381,20 +382,6 @@ def summarise(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _overrides(pairs: list[str]) -> dict:
-    """``FIELD=VALUE`` strings as MetaConfig keyword arguments, each value parsed as its field's type."""
-    fields = {f.name: f.type for f in dataclasses.fields(ML.MetaConfig)}
-    out = {}
-    for pair in pairs:
-        key, _, value = pair.partition("=")
-        if key not in fields:
-            raise SystemExit(f"--set: MetaConfig has no field {key!r}")
-        kind = str(fields[key]).split(" |")[0]
-        out[key] = (None if value == "None" else int(value) if kind == "int" else float(value) if kind == "float" else
-                    value.lower() in ("1", "true", "yes") if kind == "bool" else value)
-    return out
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
@@ -411,6 +398,8 @@ def main(argv=None) -> None:
     ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
     ap.add_argument("--oracle", action="store_true",
                     help="only MAML's oracle: PPO told the task, on the env steps of --iters meta-iterations")
+    ap.add_argument("--normalize-obs", action="store_true",
+                    help="meta-train on running-normalised observations (as PPO and `sumo train` do)")
     ap.add_argument("--meta-only", action="store_true", help="skip PPO pre-training and the fine-tuning baselines")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="a MetaConfig field that differs from the default configuration (experiments)")
@@ -435,7 +424,8 @@ def main(argv=None) -> None:
         for s in range(args.first_seed, args.first_seed + args.seeds):
             results.append(run_seed(s, iters, args.tasks, args.episodes, eval_tasks=args.eval_tasks,
                                     eval_episodes=args.eval_episodes, body=args.body,
-                                    baselines=not args.meta_only, **_overrides(args.set)))
+                                    baselines=not args.meta_only, normalize_obs=args.normalize_obs,
+                                    **config_overrides(args.set)))
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(results, f)

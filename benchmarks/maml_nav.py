@@ -21,6 +21,7 @@ Printed: mean return per episode after 0..3 steps with 95% intervals over the tr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import time
@@ -163,6 +164,20 @@ def summarise_rounds(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def config_overrides(pairs: list[str]) -> dict:
+    """``FIELD=VALUE`` strings as MetaConfig keyword arguments, each value parsed as its field's type."""
+    fields = {f.name: f.type for f in dataclasses.fields(ML.MetaConfig)}
+    out = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key not in fields:
+            raise SystemExit(f"--set: MetaConfig has no field {key!r}")
+        kind = str(fields[key]).split(" |")[0]
+        out[key] = (None if value == "None" else int(value) if kind == "int" else float(value) if kind == "float" else
+                    value.lower() in ("1", "true", "yes") if kind == "bool" else value)
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
@@ -183,6 +198,8 @@ def main(argv=None) -> None:
     ap.add_argument("--outer-steps", choices=("all", "post", "last"), default=None,
                     help="the outer objective's steps (default: MetaConfig's)")
     ap.add_argument("--meta-only", action="store_true", help="skip the baselines and the execution rounds (probes)")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="any other MetaConfig field that differs from the default configuration (experiments)")
     ap.add_argument("--json", help="also write the per-seed results here")
     ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
     args = ap.parse_args(argv)
@@ -192,6 +209,7 @@ def main(argv=None) -> None:
     else:
         kw = {k: v for k, v in (("alpha_init", args.alpha_init), ("lr", args.lr), ("lr_alpha", args.lr_alpha),
                                 ("clip_value", args.clip_value), ("outer_steps", args.outer_steps)) if v is not None}
+        kw.update(config_overrides(args.set))
         results = [run_seed(s, args.iters, args.tasks, args.episodes, hidden=args.hidden, meta_only=args.meta_only, **kw)
                    for s in range(args.first_seed, args.first_seed + args.seeds)]
     if args.json:

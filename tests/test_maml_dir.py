@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from benchmarks import planar_runner as PR
-from benchmarks.maml_dir import TASKS, AntDirection, DirectionTask, RunnerDirection, _overrides, oracle_task
+from benchmarks.maml_dir import TASKS, AntDirection, DirectionTask, RunnerDirection, oracle_task
+from benchmarks.maml_nav import config_overrides
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import tasks as TK
 from sumo_cli.nets import policy as P
@@ -124,8 +125,8 @@ def test_the_oracle_observes_its_task_across_episode_boundaries():
 
 
 def test_config_overrides_parse_as_their_fields_types():
-    got = _overrides(["outer_epochs=8", "lr=1e-3", "clip_value=None", "score_term=false", "outer_steps=all"])
+    got = config_overrides(["outer_epochs=8", "lr=1e-3", "clip_value=None", "score_term=false", "outer_steps=all"])
     assert got == {"outer_epochs": 8, "lr": 1e-3, "clip_value": None, "score_term": False, "outer_steps": "all"}
     ML.MetaConfig(**got)
     with pytest.raises(SystemExit, match="no field 'epochs'"):
-        _overrides(["epochs=3"])
+        config_overrides(["epochs=3"])
