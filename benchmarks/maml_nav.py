@@ -46,7 +46,7 @@ EVAL_TASKS, EVAL_EPISODES, EVAL_SEEDS = 20, 20, 2
 
 
 @torch.no_grad()
-def round2_ess(spec, theta, log_alpha, cfg, seed: int, env_cls=Navigation2D) -> float:
+def round2_ess(spec, theta, log_alpha, cfg, seed: int, env_cls=Navigation2D, stats: dict | None = None) -> float:
     """Why Algorithm 2 degrades: on round 2 it adapts theta* on episodes of phi_1 (theta* adapted
     on round 1), importance-weighted by pi_theta*(tau) / pi_phi_1(tau). The mean effective sample
     size (sum w)^2 / sum w^2 of those weights, out of EVAL_EPISODES episodes per task."""
@@ -56,9 +56,9 @@ def round2_ess(spec, theta, log_alpha, cfg, seed: int, env_cls=Navigation2D) -> 
     gen = torch.Generator().manual_seed(seed)
     th = {k: v.contiguous() for k, v in ML.expand_params(model, theta, (G,)).items()}
     pcfg = cfg.replace(execution="paper", buffer_episodes=EVAL_EPISODES)
-    ro, _ = MT.collect_stacked(env, spec, th, None, env.sample_tasks(seed), env.horizon, gen)
+    ro, _ = MT.collect_stacked(env, spec, th, stats, env.sample_tasks(seed), env.horizon, gen)
     phi1 = ML.adapt_execution(model, th, log_alpha, MT.episodes_from_rollout(ro, G, pcfg), pcfg)
-    ro2, _ = MT.collect_stacked(env, spec, phi1, None, env.next_task(), env.horizon, gen)
+    ro2, _ = MT.collect_stacked(env, spec, phi1, stats, env.next_task(), env.horizon, gen)
     b = MT.episodes_from_rollout(ro2, G, pcfg)
     lp, _ = model.evaluate(th, b)
     seg = ML.segments(b.first, b.mask)
@@ -77,7 +77,7 @@ def curve(spec, theta, log_alpha, cfg, stats, seed: int, env_cls=Navigation2D) -
 
 
 def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
-             env_cls=Navigation2D, log=print, meta_only: bool = False, **cfg_kw) -> dict:
+             env_cls=Navigation2D, log=print, meta_only: bool = False, normalize_obs: bool = False, **cfg_kw) -> dict:
     """``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments);
     ``meta_only``: only meta-train and measure theta*'s curve (probes)."""
     torch.set_num_threads(1)
@@ -85,6 +85,8 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     spec = P.PolicySpec("mlp", env_cls.obs_dim, env_cls.act_dim, hidden=hidden)
     H = env_cls.horizon
     out: dict = {"seed": seed, "iters": iters, "tasks": tasks, "episodes": episodes}
+    if cfg_kw or normalize_obs:
+        out["config"] = {**cfg_kw, **({"normalize_obs": True} if normalize_obs else {})}
     t0 = time.perf_counter()
 
     def progress(it, info, res):
@@ -93,13 +95,14 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         out.setdefault("alpha_curve", []).append(ML.alpha_metrics(info["alpha"]))
 
     res = MT.meta_train(env_cls(tasks, episodes, seed=seed), spec, cfg, iters, seed, steps_pre=H, steps_post=H,
-                        normalize_obs=False, callback=progress)
+                        normalize_obs=normalize_obs, callback=progress)
+    stats = None if res.obs_norm is None else res.obs_norm.stats
     out["meta_train_s"] = time.perf_counter() - t0
     out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
     names = list(ML.GaussianModel(spec).param_shapes())
     out["alpha_per_tensor"] = {n: [round(float(x), 4) for x in torch.exp(res.log_alpha[:, i])] for i, n in enumerate(names)}
     ev = 10_000 + 101 * seed
-    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, None, ev, env_cls)
+    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, stats, ev, env_cls)
     if meta_only:
         log(json.dumps({k: v for k, v in out.items() if k != "alpha_curve"}))
         return out
@@ -108,9 +111,9 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     # importance-weighted), with the same theta* and alpha*
     for name, c in (("rounds_continue", cfg), ("rounds_paper_alg2", cfg.replace(execution="paper", buffer_episodes=EVAL_EPISODES))):
         r = MT.run_adaptation(env_cls(EVAL_TASKS, EVAL_EPISODES, seed=ev), spec, "meta", res.theta, rounds=ROUNDS,
-                              steps_per_round=H, seed=ev, log_alpha=res.log_alpha, cfg=c)
+                              steps_per_round=H, seed=ev, log_alpha=res.log_alpha, cfg=c, stats=stats)
         out[name] = r.mean(1).tolist()
-    out["round2_ess"] = round2_ess(spec, res.theta, res.log_alpha, cfg, ev, env_cls)
+    out["round2_ess"] = round2_ess(spec, res.theta, res.log_alpha, cfg, ev, env_cls, stats)
     # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
     env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
     pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
@@ -198,6 +201,8 @@ def main(argv=None) -> None:
     ap.add_argument("--outer-steps", choices=("all", "post", "last"), default=None,
                     help="the outer objective's steps (default: MetaConfig's)")
     ap.add_argument("--meta-only", action="store_true", help="skip the baselines and the execution rounds (probes)")
+    ap.add_argument("--normalize-obs", action="store_true",
+                    help="meta-train on running-normalised observations (as PPO and `sumo train` do)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="any other MetaConfig field that differs from the default configuration (experiments)")
     ap.add_argument("--json", help="also write the per-seed results here")
@@ -210,7 +215,8 @@ def main(argv=None) -> None:
         kw = {k: v for k, v in (("alpha_init", args.alpha_init), ("lr", args.lr), ("lr_alpha", args.lr_alpha),
                                 ("clip_value", args.clip_value), ("outer_steps", args.outer_steps)) if v is not None}
         kw.update(config_overrides(args.set))
-        results = [run_seed(s, args.iters, args.tasks, args.episodes, hidden=args.hidden, meta_only=args.meta_only, **kw)
+        results = [run_seed(s, args.iters, args.tasks, args.episodes, hidden=args.hidden, meta_only=args.meta_only,
+                            normalize_obs=args.normalize_obs, **kw)
                    for s in range(args.first_seed, args.first_seed + args.seeds)]
     if args.json:
         with open(args.json, "w") as f:
