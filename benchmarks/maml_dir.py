@@ -54,10 +54,9 @@ import numpy as np
 import torch
 
 from benchmarks import planar_runner as PR
-from benchmarks.maml_nav import config_overrides, interval
+from benchmarks.maml_nav import add_config_options, config_overrides, config_record, interval, meta_env_steps, pretrain_ppo
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import meta_train as MT
-from sumo_cli.learn import ppo as PPO
 from sumo_cli.learn import tasks as TK
 from sumo_cli.learn.vec_env import StepOut
 from sumo_cli.nets import policy as P
@@ -314,17 +313,14 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     t1 = time.perf_counter()
     out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, meta_stats, ev, eval_tasks, eval_episodes, task_cls=task_cls)
     out["eval_curve_s"] = time.perf_counter() - t1
-    if cfg_kw or normalize_obs:
-        out["config"] = {**cfg_kw, **({"normalize_obs": True} if normalize_obs else {})}
+    if config_record(cfg_kw, normalize_obs):
+        out["config"] = config_record(cfg_kw, normalize_obs)
     if not baselines:
         log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
         return out
-    # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
-    env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
-    pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
-    penv = task_cls(tasks, episodes, seed=seed, resample_every_episode=True)
+    env_steps = meta_env_steps(iters, tasks, episodes, H, cfg.num_steps)
     t0 = time.perf_counter()
-    pres = PPO.train_ppo(penv, spec, pcfg, env_steps // (penv.num_envs * H), seed)
+    pres, penv = pretrain_ppo(task_cls, spec, seed, env_steps, tasks, episodes)
     out["ppo_train_s"] = time.perf_counter() - t0
     out["env_steps"] = env_steps
     out["unstable"] = menv.unstable_count + penv.unstable_count
@@ -348,11 +344,8 @@ def oracle_seed(seed: int, env_steps: int, body: str = "runner", hidden: int = 6
     torch.set_num_threads(1)
     task_cls = oracle_task(TASKS[body])
     spec = P.PolicySpec("mlp", task_cls.obs_dim, task_cls.act_dim, hidden=hidden)
-    H = task_cls.horizon
-    pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
-    penv = task_cls(10, 10, seed=seed, resample_every_episode=True)
     t0 = time.perf_counter()
-    pres = PPO.train_ppo(penv, spec, pcfg, env_steps // (penv.num_envs * H), seed)
+    pres, _ = pretrain_ppo(task_cls, spec, seed, env_steps)
     pth = {k: v.detach() for k, v in pres.params.items()}
     no_steps = torch.zeros((1, len(ML.GaussianModel(spec).param_shapes())))
     ret = curve(spec, pth, no_steps, ML.MetaConfig(), pres.obs_norm.stats, 10_000 + 101 * seed, eval_tasks,
@@ -398,17 +391,13 @@ def main(argv=None) -> None:
     ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
     ap.add_argument("--oracle", action="store_true",
                     help="only MAML's oracle: PPO told the task, on the env steps of --iters meta-iterations")
-    ap.add_argument("--normalize-obs", action="store_true",
-                    help="meta-train on running-normalised observations (as PPO and `sumo train` do)")
     ap.add_argument("--meta-only", action="store_true", help="skip PPO pre-training and the fine-tuning baselines")
-    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="a MetaConfig field that differs from the default configuration (experiments)")
+    add_config_options(ap)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     iters = args.iters or DEFAULT_ITERS[args.body]
     if args.oracle:
-        H = TASKS[args.body].horizon
-        env_steps = iters * (ML.MetaConfig().num_steps + 1) * args.tasks * args.episodes * H
+        env_steps = meta_env_steps(iters, args.tasks, args.episodes, TASKS[args.body].horizon)
         res = [oracle_seed(s, env_steps, args.body, eval_tasks=args.eval_tasks, eval_episodes=args.eval_episodes)
                for s in range(args.first_seed, args.first_seed + args.seeds)]
         if args.json:

@@ -76,6 +76,35 @@ def curve(spec, theta, log_alpha, cfg, stats, seed: int, env_cls=Navigation2D) -
     return np.concatenate(runs, axis=1).mean(1).tolist()
 
 
+def meta_env_steps(iters: int, tasks: int, episodes: int, horizon: int, num_steps: int | None = None) -> int:
+    """The env steps of ``iters`` meta-iterations: (M + 1) collections of ``tasks * episodes`` episodes each,
+    the budget the PPO baselines get."""
+    m = ML.MetaConfig().num_steps if num_steps is None else num_steps
+    return iters * (m + 1) * tasks * episodes * horizon
+
+
+def pretrain_ppo(env_cls, spec: P.PolicySpec, seed: int, env_steps: int, tasks: int = 10, episodes: int = 10):
+    """PPO for ``env_steps`` env steps on the pre-training stream of ``env_cls`` (every episode a fresh task):
+    the pretrained baseline, or MAML's oracle when the env observes its task."""
+    H = env_cls.horizon
+    penv = env_cls(tasks, episodes, seed=seed, resample_every_episode=True)
+    pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
+    return PPO.train_ppo(penv, spec, pcfg, env_steps // (penv.num_envs * H), seed), penv
+
+
+def add_config_options(ap: argparse.ArgumentParser) -> None:
+    """The experiment options both benchmarks share: observation normalisation and MetaConfig overrides."""
+    ap.add_argument("--normalize-obs", action="store_true",
+                    help="meta-train on running-normalised observations (as PPO and `sumo train` do)")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a MetaConfig field that differs from the default configuration (experiments)")
+
+
+def config_record(cfg_kw: dict, normalize_obs: bool) -> dict:
+    """What a run changed from the default configuration, for its result (empty: nothing)."""
+    return {**cfg_kw, **({"normalize_obs": True} if normalize_obs else {})}
+
+
 def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
              env_cls=Navigation2D, log=print, meta_only: bool = False, normalize_obs: bool = False, **cfg_kw) -> dict:
     """``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments);
@@ -85,8 +114,8 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     spec = P.PolicySpec("mlp", env_cls.obs_dim, env_cls.act_dim, hidden=hidden)
     H = env_cls.horizon
     out: dict = {"seed": seed, "iters": iters, "tasks": tasks, "episodes": episodes}
-    if cfg_kw or normalize_obs:
-        out["config"] = {**cfg_kw, **({"normalize_obs": True} if normalize_obs else {})}
+    if config_record(cfg_kw, normalize_obs):
+        out["config"] = config_record(cfg_kw, normalize_obs)
     t0 = time.perf_counter()
 
     def progress(it, info, res):
@@ -114,12 +143,9 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
                               steps_per_round=H, seed=ev, log_alpha=res.log_alpha, cfg=c, stats=stats)
         out[name] = r.mean(1).tolist()
     out["round2_ess"] = round2_ess(spec, res.theta, res.log_alpha, cfg, ev, env_cls, stats)
-    # the same env steps for PPO: (M + 1) collections of `tasks * episodes` episodes per meta-iteration
-    env_steps = iters * (cfg.num_steps + 1) * tasks * episodes * H
-    pcfg = PPO.PPOConfig(num_steps=H, epochs=4, num_minibatches=4)
-    penv = env_cls(tasks, episodes, seed=seed, resample_every_episode=True)
+    env_steps = meta_env_steps(iters, tasks, episodes, H, cfg.num_steps)
     t0 = time.perf_counter()
-    pres = PPO.train_ppo(penv, spec, pcfg, env_steps // (penv.num_envs * H), seed)
+    pres, _ = pretrain_ppo(env_cls, spec, seed, env_steps, tasks, episodes)
     out["ppo_train_s"] = time.perf_counter() - t0
     out["env_steps"] = env_steps
     pth = {k: v.detach() for k, v in pres.params.items()}
@@ -201,10 +227,7 @@ def main(argv=None) -> None:
     ap.add_argument("--outer-steps", choices=("all", "post", "last"), default=None,
                     help="the outer objective's steps (default: MetaConfig's)")
     ap.add_argument("--meta-only", action="store_true", help="skip the baselines and the execution rounds (probes)")
-    ap.add_argument("--normalize-obs", action="store_true",
-                    help="meta-train on running-normalised observations (as PPO and `sumo train` do)")
-    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="any other MetaConfig field that differs from the default configuration (experiments)")
+    add_config_options(ap)
     ap.add_argument("--json", help="also write the per-seed results here")
     ap.add_argument("--summarise", nargs="+", metavar="JSON", help="only summarise the results written by earlier runs")
     args = ap.parse_args(argv)
