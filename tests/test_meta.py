@@ -483,3 +483,41 @@ def test_training_chains_and_meta_update_from_the_current_policy():
     assert np.isfinite(c).all()
     with pytest.raises(ValueError):
         ML.MetaConfig.paper(train_rounds=3, inner_data="fresh")
+
+
+def _kl_by_hand(logp, behaviour_logp, mask):
+    log_r = (logp - behaviour_logp).detach()[mask]
+    return float(((log_r.exp() - 1) - log_r).mean())
+
+
+def test_outer_epochs_stop_at_the_target_kl():
+    """outer_target_kl: the loss reports the largest (r - 1) - log r over the sampling policies
+    (phi^M on the post batch, phi^{m-1} on the batch of step m); an update stops after the first
+    epoch whose mean KL exceeds the target, exactly as if it had been given that many epochs."""
+    cfg = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", outer_steps="post", outer_epochs=4)
+    model, theta, log_alpha, pre, post, mids, stats = _fresh_step_batches(cfg, 71)
+    with torch.no_grad():
+        out = ML.meta_loss(model, theta, log_alpha, pre, post, cfg, mids=mids[1:], **stats)
+        trace = ML.adapt_trace(model, theta, log_alpha, pre, cfg)
+        lp_post, _ = model.evaluate(trace.phi, post)
+    by_hand = [_kl_by_hand(lp_post, post.logp, post.mask)]
+    by_hand += [_kl_by_hand(model.evaluate(trace.phis[m], b)[0], b.logp, b.mask) for m, b in enumerate(pre)]
+    assert out.approx_kl == pytest.approx(max(by_hand), rel=1e-9) and out.approx_kl > 0
+
+    def learner(c):
+        lr = ML.MetaLearner(model, {k: v.detach() for k, v in theta.items()}, c, log_alpha)
+        info = lr.update(pre, post, _gen(5), mids=pre[1:])
+        return lr, info
+
+    full, info_full = learner(cfg)
+    assert info_full["outer_epochs"] == 4
+    loose, info_loose = learner(cfg.replace(outer_target_kl=1e9))
+    stopped, info_stopped = learner(cfg.replace(outer_target_kl=1e-12))
+    one, _ = learner(cfg.replace(outer_epochs=1))
+    assert info_loose["outer_epochs"] == 4 and info_stopped["outer_epochs"] == 1
+    for k in theta:
+        torch.testing.assert_close(loose.theta[k], full.theta[k], rtol=0, atol=0)
+        torch.testing.assert_close(stopped.theta[k], one.theta[k], rtol=0, atol=0)
+    assert not torch.equal(stopped.theta["pi/out/b"], full.theta["pi/out/b"])
+    with pytest.raises(ValueError, match="outer_target_kl"):
+        ML.MetaConfig(outer_target_kl=0.0)

@@ -155,6 +155,10 @@ class MetaConfig:
     normalize_adv: bool = True  # standardise the outer advantages (PPO practice)
     outer_epochs: int = 4  # PPO epochs per meta-iteration (not in paper); theta changes -> phi is recomputed
     outer_minibatches: int = 1  # minibatches = disjoint subsets of the tasks
+    outer_target_kl: float | None = None  # stop a meta-iteration's remaining outer epochs once the epoch's mean
+    # approximate KL of the sampling policies (theta and phi^1..phi^M against what collected each batch, the
+    # largest of them) exceeds this (as PPOConfig.target_kl); None: all epochs. A guard for more epochs and
+    # minibatches: 8 epochs of 2-4 minibatches learnt faster on the runner, then collapsed (README)
     max_grad_norm: float | None = 0.5  # global-norm clip (not in paper), applied separately to the policy part of
     # theta, its value part and log_alpha (one joint norm would let the large value gradients scale the policy's away)
     # --- score-function term of the pre-update trajectories ---
@@ -192,6 +196,8 @@ class MetaConfig:
             raise ValueError("MetaConfig.train_rounds must be >= 2, and > 2 only with inner_data='reuse'")
         if self.alpha_init <= 0:
             raise ValueError("MetaConfig.alpha_init must be positive")
+        if self.outer_target_kl is not None and self.outer_target_kl <= 0:
+            raise ValueError("MetaConfig.outer_target_kl must be positive (or None: every outer epoch)")
         if self.outer_from is not None and self.inner_data != "fresh":
             raise ValueError(f"MetaConfig.outer_steps={self.outer_steps!r} needs inner_data='fresh' (a batch sampled by every phi^m)")
 
@@ -1062,6 +1068,14 @@ class MetaLossInfo:
     post_return: Tensor  # (Gf,)
     score_weight: Tensor  # (Gf,)
     phi: Params
+    approx_kl: float = 0.0  # the largest (r - 1) - log r over the batches' sampling policies (see outer_target_kl)
+
+
+def _approx_kl(logp: Tensor, behaviour_logp: Tensor, mask: Tensor) -> float:
+    """The (r - 1) - log r estimate of KL(behaviour || current), mean over the valid steps."""
+    with torch.no_grad():
+        log_r = torch.where(mask, logp - behaviour_logp, torch.zeros_like(logp))
+        return float(((torch.exp(log_r) - 1) - log_r)[mask].mean()) if bool(mask.any()) else 0.0
 
 
 def meta_loss(
@@ -1137,6 +1151,8 @@ def meta_loss(
         loss = loss - cfg.ent_coef * (tw * model.entropy(phi).reshape(-1)).sum()
     if mid_loss is not None:
         loss = (loss + mid_loss) / (len(mids) + 1)
+    kl = max([_approx_kl(lp, post.logp, mask)] + [_approx_kl(l, b.logp, b.mask) for l, b in zip(trace.logps, trace.batches)
+                                                 if l is not None and (fresh or (l is trace.logps[0] and behaviour == "theta"))])
     R, Lbar = post_returns(post) if post_stats is None else post_stats
     if cfg.score_term:
         if baseline is None:
@@ -1156,7 +1172,7 @@ def meta_loss(
     else:
         c = torch.zeros_like(R)
         score = torch.zeros((), dtype=loss.dtype)
-    return MetaLossInfo(loss, ppo.detach(), vf.detach(), score.detach(), R.detach(), c, phi)
+    return MetaLossInfo(loss, ppo.detach(), vf.detach(), score.detach(), R.detach(), c, phi, kl)
 
 
 class MetaLearner:
@@ -1206,8 +1222,10 @@ class MetaLearner:
             baseline = torch.full_like(R, b)
         nmb = max(1, min(cfg.outer_minibatches, G))
         info = {}
+        epochs, kls = 0, []
         for _ in range(cfg.outer_epochs):
             perm = torch.randperm(G, generator=generator) if nmb > 1 else torch.arange(G)
+            epoch_kl = []
             for chunk in perm.chunk(nmb):
                 if nmb > 1:
                     pre_mb = [b.select_agents(chunk) for b in pre] if isinstance(pre, list) else pre.select_agents(chunk)
@@ -1227,7 +1245,14 @@ class MetaLearner:
                     for group in self._clip_groups:
                         torch.nn.utils.clip_grad_norm_(group, cfg.max_grad_norm)
                 self.opt.step()
+                epoch_kl.append(out.approx_kl)
                 info = {"loss": float(out.loss.detach()), "ppo": float(out.ppo), "vf": float(out.vf), "score": float(out.score)}
+            epochs += 1
+            kls.append(sum(epoch_kl) / len(epoch_kl))
+            if cfg.outer_target_kl is not None and kls[-1] > cfg.outer_target_kl:
+                break
+        info["outer_epochs"] = epochs
+        info["approx_kl"] = max(kls)
         if cfg.score_baseline == "ema":
             r = float(R.mean())
             self.ema_return = r if self.ema_return is None else cfg.score_ema * self.ema_return + (1 - cfg.score_ema) * r
@@ -1251,6 +1276,7 @@ class MetaLearner:
             mask = post.mask
             stats.append(((post.adv[mask].mean(), post.adv[mask].std(unbiased=False) + 1e-8), post_returns(post)))
         info: dict = {}
+        epochs, kls = 0, []
         for _ in range(cfg.outer_epochs):
             total, parts = 0.0, []
             for (pre, post, behaviour, score), (adv_stats, ps) in zip(pairs, stats):
@@ -1268,6 +1294,12 @@ class MetaLearner:
                 "loss": float(total.detach()),
                 **{k: float(sum(getattr(o, k) for o in parts) / len(parts)) for k in ("ppo", "vf", "score")},
             }
+            epochs += 1
+            kls.append(max(o.approx_kl for o in parts))
+            if cfg.outer_target_kl is not None and kls[-1] > cfg.outer_target_kl:
+                break
+        info["outer_epochs"] = epochs
+        info["approx_kl"] = max(kls)
         info["post_return"] = float(torch.stack([ps[0].mean() for _, ps in stats]).mean())
         info["post_returns"] = [float(ps[0].mean()) for _, ps in stats]
         info["alpha"] = self.alpha.tolist()
