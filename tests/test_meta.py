@@ -521,3 +521,20 @@ def test_outer_epochs_stop_at_the_target_kl():
     assert not torch.equal(stopped.theta["pi/out/b"], full.theta["pi/out/b"])
     with pytest.raises(ValueError, match="outer_target_kl"):
         ML.MetaConfig(outer_target_kl=0.0)
+
+
+def test_a_meta_player_is_executed_with_as_many_steps_as_it_learnt():
+    """An agent meta-trained with another num_steps (MAML's one step, say) stores that many rows of
+    step sizes; games execute it with that many learnt steps, the rest of the defaults unchanged."""
+    from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY, config_of
+    from sumo_cli.learn.strategies import Player
+
+    spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=4)
+    model = ML.GaussianModel(spec)
+    for m in (1, 3, 5):
+        la = ML.init_log_alpha(ML.MetaConfig(num_steps=m), model, (), torch.float32)
+        player = Player("a", "meta", spec, _theta(spec, 0, torch.float32, False), {}, {LOG_ALPHA_KEY: la})
+        cfg = config_of(player)
+        assert cfg.num_steps == m and cfg.replace(num_steps=ML.MetaConfig().num_steps) == ML.MetaConfig()
+    paper = Player("b", "meta", spec, _theta(spec, 0, torch.float32, False), {}, {LOG_ALPHA_KEY: torch.zeros(3)})
+    assert config_of(paper) == ML.MetaConfig.paper()

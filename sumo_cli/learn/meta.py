@@ -221,7 +221,7 @@ class MetaConfig:
         at 0.001 and trained at 3e-4 like theta, steps clipped to [-0.1, 0.1], the inner loss summed
         over each episode with the stored value as its baseline, Algorithm 2 at execution. On 2D navigation these adapted
         almost nothing (the README's benchmark section)."""
-        base = dict(alpha_init=1e-3, alpha_per="step", clip_value=0.1, inner_adv="value", inner_norm_adv=False,
+        base = dict(num_steps=3, alpha_init=1e-3, alpha_per="step", clip_value=0.1, inner_adv="value", inner_norm_adv=False,
                     inner_vf_norm=False, inner_reduce="episode", lr=3e-4, lr_alpha=3e-4, execution="paper",
                     inner_data="reuse", outer_steps="last")
         return cls(**{**base, **kw})

@@ -42,13 +42,16 @@ def experience_batch(player: Player, exp: Experience, cfg: MetaConfig):  # noqa:
 
 
 def config_of(player: Player, cfg: MetaConfig | None = None) -> MetaConfig:
-    """The adaptation settings of a meta player: ``cfg`` if given, else the defaults; an agent whose
-    stored step sizes are one per step (trained before the defaults adapted per tensor) is executed
-    with the paper's settings, which it was trained with."""
+    """The adaptation settings of a meta player: ``cfg`` if given, else the defaults with as many
+    learnt steps as the agent stores step sizes for (agents trained with another ``num_steps``); an
+    agent whose stored step sizes are one per step (trained before the defaults adapted per tensor)
+    is executed with the paper's settings, which it was trained with."""
     if cfg is not None:
         return cfg
     la = player.meta.get(LOG_ALPHA_KEY)
-    return MetaConfig.paper() if la is not None and la.dim() == 1 else MetaConfig()
+    if la is None:
+        return MetaConfig()
+    return MetaConfig.paper(num_steps=int(la.shape[0])) if la.dim() == 1 else MetaConfig(num_steps=int(la.shape[0]))
 
 
 def meta_update(players: list[Player], experiences: list[Experience], cfg: MetaConfig | None = None) -> None:
