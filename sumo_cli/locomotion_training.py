@@ -64,15 +64,10 @@ def _write_start(db: Database, run_id: int, cfg: LL.LocoConfig, agent_name: str,
                           ckpt_meta=LL.snapshot_metadata(cfg, learner))
 
 
-def check_resume(db: Database, run_id: int) -> tuple[LL.LocoConfig, str, int]:
-    """The stored configuration, agent name and iterations done of a run that can be resumed."""
-    with db.read() as s:
-        run = store_runs.get_run(s, run_id, TR.RUN_KIND)
-        if run.status == "finished":
-            raise UserError(f"training run {run_id} already finished all {run.progress_total} iterations; "
-                            "start a new run to train further")
-        ownership.check_not_running(run)
-        return LL.LocoConfig.from_dict(run.config["locomotion"]), run.config["agent"], run.progress_done
+def check_resume(db: Database, run_id: int, extend_to: int | None = None) -> tuple[LL.LocoConfig, str, int]:
+    """:func:`training.resumable_run` of a locomotion training run, its configuration parsed."""
+    cfg, agent, done = TR.resumable_run(db, run_id, "locomotion", extend_to)
+    return LL.LocoConfig.from_dict(cfg), agent, done
 
 
 def run_training(db: Database, run_id: int, n_threads: int = 1,

@@ -351,16 +351,32 @@ def write_start(db: Database, run_id: int, agent_name: str, learner: SP.Learner,
     return state
 
 
-def check_resume(db: Database, run_id: int) -> tuple[SP.TrainConfig, str, int]:
-    """The stored configuration, agent name and iterations done of a run that can be resumed."""
+def resumable_run(db: Database, run_id: int, section: str, extend_to: int | None = None) -> tuple[dict, str, int]:
+    """The stored configuration (``config[section]``), agent name and iterations done of a training
+    run that can be resumed. ``extend_to``: first raise its planned iterations to this many (a
+    finished run continues exactly as if it had been started with them: no schedule depends on the
+    total); it must exceed the planned ones."""
     with db.read() as s:
         run = store_runs.get_run(s, run_id, RUN_KIND)
-        if run.status == "finished":
-            raise UserError(f"training run {run_id} already finished all {run.progress_total} iterations; "
-                            "start a new run to train further")
+        if extend_to is None and run.status == "finished":
+            raise UserError(f"training run {run_id} already finished all {run.progress_total} iterations; train it "
+                            f"further with --resume {run_id} --iterations N (N > {run.progress_total})")
+        if extend_to is not None and extend_to <= run.progress_total:
+            raise UserError(f"training run {run_id} already plans {run.progress_total} iterations; --iterations must "
+                            "be more to extend it")
         ownership.check_not_running(run)
-        cfg = SP.TrainConfig.from_dict(run.config["train"])
-        return cfg, run.config["agent"], run.progress_done
+    if extend_to is not None:
+        with db.write() as s:
+            store_runs.extend_run(s, run_id, section, extend_to)
+    with db.read() as s:
+        run = store_runs.get_run(s, run_id, RUN_KIND)
+        return run.config[section], run.config["agent"], run.progress_done
+
+
+def check_resume(db: Database, run_id: int, extend_to: int | None = None) -> tuple[SP.TrainConfig, str, int]:
+    """:func:`resumable_run` of a RoboSumo training run, its configuration parsed."""
+    cfg, agent, done = resumable_run(db, run_id, "train", extend_to)
+    return SP.TrainConfig.from_dict(cfg), agent, done
 
 
 def restore_learner(learner, state: dict) -> int:  # noqa: ANN001

@@ -75,7 +75,11 @@ def test_resume_after_interruption_ends_identical(cli, tmp_path, monkeypatch, st
     for k in (1, 2, 3):
         assert its[(1, k)]["mean_return"] == its[(2, k)]["mean_return"], k
     code, _, err = cli("train", "--resume", "2")
-    assert code == 2 and "already finished" in err
+    assert code == 2 and "already finished" in err and "--iterations N" in err
+    code, out, err = cli("train", "--resume", "2", "--iterations", "4", "--json")  # trained further
+    assert code == 0, err
+    assert json.loads(out)["resumed_from"] == 3 and sorted(k for r, k in
+                                                           ((i.run_id, i.iteration) for i in rows(tmp_path)["Iteration"]) if r == 2) == [1, 2, 3, 4]
 
 
 @pytest.mark.slow

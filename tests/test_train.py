@@ -130,6 +130,27 @@ def test_resume_after_interruption_ends_bit_identical(cli, tmp_path, monkeypatch
     assert code == 2 and "already finished" in err
 
 
+def test_a_finished_run_trained_further_equals_the_longer_run(cli, tmp_path):
+    """`--resume RUN --iterations N` extends a finished run: it goes on exactly as a run started with
+    N iterations; fewer or as many iterations, or another option beside them, are refused with
+    nothing written."""
+    base = ["train", "--body", "ant", "--arch", "mlp", "--seed", "3", *TINY]
+    assert cli(*base, "--iterations", "4", "--name", "long")[0] == 0
+    assert cli(*base, "--iterations", "2", "--name", "short")[0] == 0
+    for extra, msg in ((["--iterations", "2"], "already plans 2 iterations"), (["--iterations", "5", "--seed", "1"], "leave out --seed")):
+        code, _, err = cli("train", "--resume", "2", *extra)
+        assert code == 2 and msg in err, err
+    run = {r.id: r for r in rows(tmp_path)["Run"]}[2]
+    assert (run.status, run.progress_total, run.config["train"]["iterations"]) == ("finished", 2, 2)
+    code, out, err = cli("train", "--resume", "2", "--iterations", "4", "--json")
+    assert code == 0, err
+    assert json.loads(out)["resumed_from"] == 2 and json.loads(out)["iterations"] == 4
+    a, b = final_tensors(tmp_path, "long"), final_tensors(tmp_path, "short")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    run = {r.id: r for r in rows(tmp_path)["Run"]}[2]
+    assert (run.status, run.progress_done, run.progress_total, run.config["train"]["iterations"]) == ("finished", 4, 4, 4)
+
+
 def test_pool_of_stored_opponents(cli, tmp_path):
     assert cli("train", "--body", "ant", "--arch", "mlp", "--iterations", "2", *TINY)[0] == 0
     code, out, err = cli("train", "--body", "ant", "--arch", "mlp", "--strategy", "track", "--opponents", "ant-mlp",

@@ -91,7 +91,7 @@ def train(
         "'self' = own snapshots. Default: self (pure self-play)."),
     init_from: Optional[str] = typer.Option(None, "--init-from", rich_help_panel="Recipe and agent", help="Start from a stored version's policy "
         "(name@version, e.g. ant-mlp@588; same body, architecture and features) instead of fresh weights."),
-    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", rich_help_panel="Recipe and agent", help="PPO iterations (one update each; fight 1000, paper 100)."),
+    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", rich_help_panel="Recipe and agent", help="PPO iterations (one update each; fight 1000, paper 100); with --resume: train the run further, to this many."),
     seed: Optional[int] = typer.Option(None, "--seed", rich_help_panel="Recipe and agent", help="Seed of everything (default 0)."),
     physics: Optional[str] = typer.Option(None, "--physics", rich_help_panel="Recipe and agent", help="faithful (RK4; paper) or fast (implicitfast; fight). Evaluations always use faithful."),
     envs: Optional[int] = typer.Option(None, "--envs", rich_help_panel="PPO and batch", help="Bout slots per iteration (fight 64, paper 8)."),
@@ -145,13 +145,14 @@ def train(
     from sumo_cli.learn.selfplay import TrainConfig
 
     if resume is not None:
+        extend_to = given.pop("iterations", None)  # the one run option --resume takes: train a run further
         if given:
             opts = ", ".join(_RUN_OPTIONS[k] for k in given)
             raise UserError(f"--resume continues run {resume} with its stored settings; leave out {opts}")
         db = open_db(ctx)
         if TR.run_env(db, resume) == "locomotion":
-            return _train_locomotion(ctx, db, resume, None, workers, address, json_out)
-        cfg, agent_name, done = TR.check_resume(db, resume)
+            return _train_locomotion(ctx, db, resume, None, workers, address, json_out, extend_to=extend_to)
+        cfg, agent_name, done = TR.check_resume(db, resume, extend_to)
         run_id = resume
     elif (env or "sumo").strip().lower() == "locomotion":
         return _train_locomotion(ctx, None, None, given, workers, address, json_out, arch=arch, strategy=strategy)
@@ -229,8 +230,10 @@ def train(
 
 
 def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | None, workers: int,  # noqa: ANN001
-                      address: str | None, json_out: bool, arch: str | None = None, strategy: str | None = None) -> None:
-    """`sumo train --env locomotion`: a new run (``given`` = the options typed) or ``--resume``."""
+                      address: str | None, json_out: bool, arch: str | None = None, strategy: str | None = None,
+                      extend_to: int | None = None) -> None:
+    """`sumo train --env locomotion`: a new run (``given`` = the options typed) or ``--resume`` (``extend_to``:
+    with more iterations)."""
     from sumo_cli import locomotion_training as LT
     from sumo_cli import training as TR
     from sumo_cli.errors import UserError
@@ -241,7 +244,7 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
     if workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     if resume is not None:
-        cfg, agent_name, done = LT.check_resume(db, resume)
+        cfg, agent_name, done = LT.check_resume(db, resume, extend_to)
         run_id = resume
     else:
         refused = [_RUN_OPTIONS[k] for k in _SUMO_ONLY if k in given]

@@ -187,6 +187,17 @@ def set_run_status(session: Session, run_id: int, status: str, done: int | None 
         run.finished_at = run.updated_at
 
 
+def extend_run(session: Session, run_id: int, section: str, iterations: int) -> None:
+    """Raise a run's planned iterations (its stored ``config[section]["iterations"]`` and total) to
+    ``iterations``; a finished run becomes interrupted, to be resumed."""
+    run = session.get(Run, run_id)
+    run.config = {**run.config, section: {**run.config[section], "iterations": int(iterations)}}
+    run.progress_total = int(iterations)
+    if run.status == "finished":
+        run.status, run.finished_at = "interrupted", None
+    run.updated_at = datetime.now(timezone.utc)
+
+
 def finished_indices(session: Session, run_id: int) -> dict[int, int]:
     """Schedule index -> match id of the games of a run already written."""
     rows = session.execute(select(Match.run_index, Match.id).where(Match.run_id == run_id)).all()
