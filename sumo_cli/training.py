@@ -102,6 +102,10 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
                  for v in registry.get_agent(s, op.name).versions if op.pinned is None or v.version == op.pinned]
     if not opponents:
         raise UserError("--opponents is empty; give agent names, or self for self-play")
+    bodies = sorted({op.body for op in opponents}, key=list(BODIES).index)
+    if cfg.n_envs < len(bodies):
+        raise UserError(f"--envs {cfg.n_envs} cannot give each opponent body ({', '.join(bodies)}) a bout slot of its "
+                        f"own; use --envs {len(bodies)} or more")
     still = cfg.strategy != "meta" and (cfg.motionless_iterations > 0 or cfg.motionless_fraction > 0)
     if still and not any(BODIES[op.body].stands_unactuated for op in opponents):
         sag = opponents[0].body.capitalize()

@@ -146,9 +146,10 @@ def test_the_fight_recipe_kickstarts_a_spider_mlp_from_the_spider_lstm(cli, tmp_
     recipe gives a Spider MLP the body's LSTM as its teacher; other bodies' MLPs learn alone."""
     monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
     tiny = [*FIGHT_TINY, "--iterations", "1"]
-    assert cli("train", "--body", "spider", "--arch", "mlp", "--name", "taught-spider", *tiny)[0] == 0
+    tiny_spider = [*tiny[2:], "--envs", "3"]  # a bout slot for each body of the Spider's pool
+    assert cli("train", "--body", "spider", "--arch", "mlp", "--name", "taught-spider", *tiny_spider)[0] == 0
     assert _teacher_of(tmp_path, "taught-spider") == "spider-lstm@260"  # the shipped default version
-    assert cli("train", "--body", "spider", "--arch", "lstm", "--name", "taught-spider-lstm", *tiny)[0] == 0
+    assert cli("train", "--body", "spider", "--arch", "lstm", "--name", "taught-spider-lstm", *tiny_spider)[0] == 0
     assert _teacher_of(tmp_path, "taught-spider-lstm") == "spider-mlp@300"
     assert cli("train", "--body", "ant", "--arch", "mlp", "--name", "lone-ant", *tiny)[0] == 0
     assert _teacher_of(tmp_path, "lone-ant") == ""

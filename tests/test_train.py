@@ -352,23 +352,27 @@ def test_the_fight_recipe_is_the_default_and_typed_options_override_it(cli, tmp_
 
 
 def test_the_spider_learns_against_ant_and_bug_agents_and_never_a_motionless_spider(cli, tmp_path, monkeypatch):
-    """A motionless Spider sags below the fall line by itself: the fight recipe gives the Spider the
-    shipped Ant and Bug MLPs as opponents (with a longer motionless phase), and a run that would face
-    motionless Spiders only is refused with nothing written."""
+    """A motionless Spider sags below the fall line by itself: the fight recipe's motionless opponents
+    for the Spider are the shipped Ant and Bug MLPs' bodies (its moving ones its own snapshots, those
+    MLPs and still-spider), and a run that would face motionless Spiders only is refused with nothing
+    written."""
     monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
     code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--opponents", "self", "--envs", "2", "--steps", "20",
                        "--name", "my-spider")
     assert code == 2 and "a motionless Spider sinks below the fall line by itself" in err, err
     assert rows(tmp_path)["Run"] == []
-    code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--envs", "2", "--steps", "20", "--epochs", "1",
+    code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--envs", "2", "--steps", "20", "--name", "recipe-spider")
+    assert code == 2 and "--envs 2 cannot give each opponent body (ant, bug, spider) a bout slot" in err, err
+    assert rows(tmp_path)["Run"] == []
+    code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--envs", "3", "--steps", "20", "--epochs", "1",
                        "--minibatches", "1", "--iterations", "1", "--name", "recipe-spider")
     assert code == 0, err
     (run,) = rows(tmp_path)["Run"]
     stored = run.config["train"]
-    assert stored["opponents"] == ["ant-mlp@155", "bug-mlp@328"]
-    assert (stored["motionless_iterations"], stored["motionless_fraction"]) == (500, 0.5)
-    assert [(o["name"], o["body"], o["pinned"]) for o in run.config["opponents"]] == [("ant-mlp", "ant", 155),
-                                                                                        ("bug-mlp", "bug", 328)]
+    assert stored["opponents"] == ["self", "ant-mlp@155", "bug-mlp@328", "still-spider@400"]
+    assert (stored["motionless_iterations"], stored["motionless_fraction"]) == (100, 0.5)
+    assert [(o["name"], o["body"], o["pinned"]) for o in run.config["opponents"]] == [
+        ("self", "spider", None), ("ant-mlp", "ant", 155), ("bug-mlp", "bug", 328), ("still-spider", "spider", 400)]
     # with a standing body in the pool, motionless opponents are that body's and the Spiders play
     code, _, err = cli("train", "--body", "spider", "--arch", "mlp", "--opponents", "self,ant-mlp@155", "--envs", "2",
                        "--steps", "20", "--epochs", "1", "--minibatches", "1", "--iterations", "1", "--name", "mixed-spider")
