@@ -80,7 +80,7 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
     # and the shipped still-spider. Measured (README: Results, Spider): the Spider runs that played
     # only Ants and Bugs (500 motionless iterations) won 60% and 62% against their versions at 20% of
     # the run (bar 70%); with Spiders in the pool the MLP's version 600 won 72.4% against its 120,
-    # and 97.9 / 90.6 / 97.4% against a motionless Ant, a motionless Bug and random actions.
+    # and 95.8 / 90.6 / 97.4% against a motionless Ant, a motionless Bug and random actions.
     # A Spider MLP is kickstarted by the body's LSTM when the database has one (the shipped spider-lstm):
     # alone, the Spider MLP won 83-91% of faithful bouts against motionless bodies whichever run trained it;
     # taught by spider-lstm@260 it won 92-93% on fresh seeds after 300 iterations (README: Results).
