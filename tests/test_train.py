@@ -382,3 +382,24 @@ def test_the_spider_learns_against_ant_and_bug_agents_and_never_a_motionless_spi
                        "--motionless-fraction", "0", "--envs", "2", "--steps", "20", "--epochs", "1", "--minibatches", "1",
                        "--iterations", "1", "--name", "selfplay-spider")
     assert code == 0, err
+
+
+def test_the_recipe_values_train_help_quotes_are_the_recipes():
+    """`sumo train --help` says what the fight and paper recipes set (e.g. "fight 64, paper 8"): each
+    quoted value is the recipe's, so the help cannot drift from the presets."""
+    import re
+
+    import typer
+
+    from sumo_cli.cli.app import app
+    from sumo_cli.learn.recipes import recipe_values
+    from sumo_cli.learn.selfplay import TrainConfig
+
+    configs = {r: TrainConfig(**recipe_values(r)) for r in ("fight", "paper")}
+    field = {"envs": "n_envs", "anneal": "anneal_iterations"}
+    quoted = 0
+    for param in typer.main.get_command(app).commands["train"].params:
+        for recipe, value in re.findall(r"\b(fight|paper) (-?[0-9][0-9.]*)\b", getattr(param, "help", None) or ""):
+            assert float(getattr(configs[recipe], field.get(param.name, param.name))) == float(value), (param.name, recipe)
+            quoted += 1
+    assert quoted >= 18

@@ -91,7 +91,7 @@ def train(
         "'self' = own snapshots. Default: self (pure self-play)."),
     init_from: Optional[str] = typer.Option(None, "--init-from", rich_help_panel="Recipe and agent", help="Start from a stored version's policy "
         "(name@version, e.g. ant-mlp@588; same body, architecture and features) instead of fresh weights."),
-    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", rich_help_panel="Recipe and agent", help="PPO iterations (one update each; fight 1000, paper 100); with --resume: train the run further, to this many."),
+    iterations: Optional[int] = typer.Option(None, "--iterations", "-n", rich_help_panel="Recipe and agent", help="PPO iterations (one update each; fight 600, paper 100); with --resume: train the run further, to this many."),
     seed: Optional[int] = typer.Option(None, "--seed", rich_help_panel="Recipe and agent", help="Seed of everything (default 0)."),
     physics: Optional[str] = typer.Option(None, "--physics", rich_help_panel="Recipe and agent", help="faithful (RK4; paper) or fast (implicitfast; fight). Evaluations always use faithful."),
     envs: Optional[int] = typer.Option(None, "--envs", rich_help_panel="PPO and batch", help="Bout slots per iteration (fight 64, paper 8)."),
