@@ -148,7 +148,7 @@ def test_the_fight_recipe_kickstarts_a_spider_mlp_from_the_spider_lstm(cli, tmp_
     tiny = [*FIGHT_TINY, "--iterations", "1"]
     tiny_spider = [*tiny[2:], "--envs", "3"]  # a bout slot for each body of the Spider's pool
     assert cli("train", "--body", "spider", "--arch", "mlp", "--name", "taught-spider", *tiny_spider)[0] == 0
-    assert _teacher_of(tmp_path, "taught-spider") == "spider-lstm@260"  # the shipped default version
+    assert _teacher_of(tmp_path, "taught-spider") == "spider-lstm@600"  # the shipped default version
     assert cli("train", "--body", "spider", "--arch", "lstm", "--name", "taught-spider-lstm", *tiny_spider)[0] == 0
     assert _teacher_of(tmp_path, "taught-spider-lstm") == "spider-mlp@600"
     assert cli("train", "--body", "ant", "--arch", "mlp", "--name", "lone-ant", *tiny)[0] == 0
