@@ -83,7 +83,8 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
     # and 95.8 / 90.6 / 97.4% against a motionless Ant, a motionless Bug and random actions.
     # A Spider MLP is kickstarted by the body's LSTM when the database has one (the shipped spider-lstm):
     # alone, the Spider MLP won 83-91% of faithful bouts against motionless bodies whichever run trained it;
-    # taught by the Spider LSTM shipped then (kick-spider-lstm@260) it won 92-93% on fresh seeds after 300 iterations (README: Results).
+    # taught by the Spider LSTM shipped then (kick-spider-lstm@260) it won 92-93% on fresh seeds after
+    # 300 iterations (README: Results).
     "spider": {"opponents": ["self", "ant-mlp@155", "bug-mlp@328", "still-spider@400"],
                "motionless_iterations": 100, "motionless_fraction": 0.5, "teacher": AUTO_TEACHER_BOTH},
 })
