@@ -13,8 +13,9 @@
 Each version is a checkpoint pair (``<file>.safetensors`` + ``<file>.json``, see
 :mod:`sumo_cli.nets.checkpoint`); the database records the file's path and the manifest's SHA-256,
 which is checked before the file is parsed, as for every checkpoint. :func:`register_shipped` adds
-the agents a database does not have yet (an agent of the user's with the same name is left alone),
-so every new database sees them without the user doing anything. ``SUMO_POLICIES`` names another
+the agents a database does not have yet and updates those it holds from an earlier shipping (an
+agent of the user's with the same name is left alone), so every database sees the current ones
+without the user doing anything. ``SUMO_POLICIES`` names another
 folder; set to an empty string, it turns the shipped agents off.
 """
 
@@ -84,30 +85,54 @@ def read_manifest(folder: Path | None = None) -> list[ShippedAgent]:
     return out
 
 
+def _out_of_date(agent, shipped: "ShippedAgent") -> bool:  # noqa: ANN001 - a models.Agent or None
+    """Whether the database lacks this shipped agent, or holds an earlier shipping of it (a version
+    missing or with another SHA-256, or another default). A user's own agent of the name is left alone."""
+    if agent is None:
+        return True
+    if agent.provenance != PROVENANCE:
+        return False
+    have = {v.version: v.sha256 for v in agent.versions}
+    return agent.default_version != shipped.default_version or any(have.get(v.version) != v.sha256
+                                                                      for v in shipped.versions)
+
+
 def register_shipped(db: Database) -> list[str]:
-    """Register the shipped agents that ``db`` does not have; returns their names. Safe to run from
-    several processes at once (a concurrent registration wins; this one then adds nothing)."""
+    """Register the shipped agents that ``db`` does not have, and bring up to date the ones it holds
+    from an earlier shipping (a re-shipped agent: its versions' files and hashes, its default and
+    provenance; versions no longer shipped stay, as games may name them); returns their names. Safe to
+    run from several processes at once (a concurrent registration wins; this one then adds nothing)."""
     agents = read_manifest()
     if not agents:
         return []
     with db.read() as s:
-        missing = [a for a in agents if registry.get_agent(s, a.name) is None]
-    if not missing:
+        todo = [a for a in agents if _out_of_date(registry.get_agent(s, a.name), a)]
+    if not todo:
         return []
     try:
         with db.write() as s:
-            added = []
-            for a in missing:
-                if registry.get_agent(s, a.name) is not None:
+            done = []
+            for a in todo:
+                agent = registry.get_agent(s, a.name)
+                if not _out_of_date(agent, a):
                     continue
                 origin = {"source": "policies", **a.provenance}
-                agent = registry.create_agent(s, a.name, a.body, a.arch, a.strategy, PROVENANCE, origin)
+                if agent is None:
+                    agent = registry.create_agent(s, a.name, a.body, a.arch, a.strategy, PROVENANCE, origin)
+                agent.origin = origin
+                have = {v.version: v for v in agent.versions}
                 for v in a.versions:
-                    registry.add_version(s, agent, v.version, str(v.path), v.sha256, iteration=v.iteration,
-                                         metrics={"env_steps": v.env_steps} if v.env_steps is not None else None)
+                    metrics = {"env_steps": v.env_steps} if v.env_steps is not None else None
+                    row = have.get(v.version)
+                    if row is None:
+                        registry.add_version(s, agent, v.version, str(v.path), v.sha256, iteration=v.iteration,
+                                             metrics=metrics)
+                    elif row.sha256 != v.sha256:
+                        row.checkpoint_path, row.sha256, row.iteration = str(v.path), v.sha256, v.iteration
+                        row.metrics = metrics or {}
                 agent.default_version = a.default_version
-                added.append(a.name)
-            return added
+                done.append(a.name)
+            return done
     except IntegrityError:
         return []
 

@@ -54,6 +54,26 @@ def test_a_new_database_registers_the_shipped_agents_once(policies, tmp_path):
     assert load_agent(db, "ant-mlp@3").version == 3
 
 
+def test_a_database_made_before_an_agent_was_reshipped_sees_the_new_shipping(policies, tmp_path):
+    from sumo_cli.library import load_agent
+
+    db = Database(f"sqlite:///{tmp_path / 'a.sqlite'}")
+    assert shipped.register_shipped(db) == ["ant-mlp"]
+    first7 = load_agent(db, "ant-mlp@7").params
+    versions = []
+    for v, seed_from in ((7, 70), (9, 9)):  # version 7 retrained (other weights), version 9 new; 3 dropped
+        base, sha = _fake_run_checkpoint(tmp_path / f"again{v}", seed_from)
+        versions.append((v, base, sha, v, 100 * v))
+    shipped.ship(policies, "ant-mlp", "ant", "mlp", "none", versions, {"command": "sumo train --body ant", "seed": 2},
+                 default_version=9)
+    assert shipped.register_shipped(db) == ["ant-mlp"]
+    assert shipped.register_shipped(db) == []
+    assert load_agent(db, "ant-mlp").version == 9
+    again7 = load_agent(db, "ant-mlp@7").params
+    assert any(not torch.equal(first7[k], again7[k]) for k in first7)
+    assert load_agent(db, "ant-mlp@3").version == 3  # no longer shipped, still registered (games may name it)
+
+
 def test_a_tampered_shipped_file_is_refused(policies, tmp_path):
     from sumo_cli.library import load_agent
 
