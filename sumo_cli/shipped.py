@@ -15,8 +15,8 @@ Each version is a checkpoint pair (``<file>.safetensors`` + ``<file>.json``, see
 which is checked before the file is parsed, as for every checkpoint. :func:`register_shipped` adds
 the agents a database does not have yet and updates those it holds from an earlier shipping (an
 agent of the user's with the same name is left alone), so every database sees the current ones
-without the user doing anything. ``SUMO_POLICIES`` names another
-folder; set to an empty string, it turns the shipped agents off.
+without the user doing anything. ``SUMO_POLICIES`` names another folder; set to an empty string, it
+turns the shipped agents off.
 """
 
 from __future__ import annotations
@@ -85,16 +85,15 @@ def read_manifest(folder: Path | None = None) -> list[ShippedAgent]:
     return out
 
 
-def _out_of_date(agent, shipped: "ShippedAgent") -> bool:  # noqa: ANN001 - a models.Agent or None
+def _out_of_date(held: tuple[str, int | None, dict[int, str]] | None, shipped: ShippedAgent) -> bool:
     """Whether the database lacks this shipped agent, or holds an earlier shipping of it (a version
-    missing or with another SHA-256, or another default). A user's own agent of the name is left alone."""
-    if agent is None:
+    missing or with another SHA-256, or another default); ``held`` is its entry of
+    :func:`registry.version_hashes`. A user's own agent of the name is left alone."""
+    if held is None:
         return True
-    if agent.provenance != PROVENANCE:
-        return False
-    have = {v.version: v.sha256 for v in agent.versions}
-    return agent.default_version != shipped.default_version or any(have.get(v.version) != v.sha256
-                                                                      for v in shipped.versions)
+    provenance, default, hashes = held
+    return provenance == PROVENANCE and (default != shipped.default_version
+                                         or any(hashes.get(v.version) != v.sha256 for v in shipped.versions))
 
 
 def register_shipped(db: Database) -> list[str]:
@@ -106,16 +105,18 @@ def register_shipped(db: Database) -> list[str]:
     if not agents:
         return []
     with db.read() as s:
-        todo = [a for a in agents if _out_of_date(registry.get_agent(s, a.name), a)]
+        held = registry.version_hashes(s, [a.name for a in agents])
+    todo = [a for a in agents if _out_of_date(held.get(a.name), a)]
     if not todo:
         return []
     try:
         with db.write() as s:
+            held = registry.version_hashes(s, [a.name for a in todo])
             done = []
             for a in todo:
-                agent = registry.get_agent(s, a.name)
-                if not _out_of_date(agent, a):
+                if not _out_of_date(held.get(a.name), a):
                     continue
+                agent = registry.get_agent(s, a.name)
                 origin = {"source": "policies", **a.provenance}
                 if agent is None:
                     agent = registry.create_agent(s, a.name, a.body, a.arch, a.strategy, PROVENANCE, origin)

@@ -77,6 +77,19 @@ def add_version(
     return row
 
 
+def version_hashes(session: Session, agent_names: list[str]) -> dict[str, tuple[str, int | None, dict[int, str]]]:
+    """For each of these agents the database holds: (provenance, default version, {version: SHA-256}),
+    in one query."""
+    out: dict[str, tuple[str, int | None, dict[int, str]]] = {}
+    rows = session.execute(select(Agent.name, Agent.provenance, Agent.default_version, Version.version, Version.sha256)
+                           .outerjoin(Version, Version.agent_id == Agent.id).where(Agent.name.in_(agent_names)))
+    for name, provenance, default, version, sha in rows:
+        hashes = out.setdefault(name, (provenance, default, {}))[2]
+        if version is not None:
+            hashes[version] = sha
+    return out
+
+
 def latest_version(session: Session, agent: Agent) -> int | None:
     return session.scalar(select(func.max(Version.version)).where(Version.agent_id == agent.id))
 
