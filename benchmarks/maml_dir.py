@@ -298,11 +298,11 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     def progress(it, info, res):
         out.setdefault("step_returns", []).append([round(float(x), 2) for x in info["step_returns"]])
         out.setdefault("alpha_curve", []).append(ML.alpha_metrics(info["alpha"]))
-        out.setdefault("outer", []).append([info["outer_epochs"], round(info["approx_kl"], 5)])
+        out.setdefault("outer", []).append([info["outer_epochs"], round(info["approx_kl"], 5), info["lr"]])
         if it % 5 == 0 or it == iters - 1:
             alpha = [round(a, 2) for a in out["alpha_curve"][-1].values()]
             log(f"seed {seed} meta it {it}: returns by step {np.round(info['step_returns'], 1).tolist()}, "
-                f"alpha {alpha}, outer epochs {info['outer_epochs']} (KL {info['approx_kl']:.4f}) "
+                f"alpha {alpha}, outer epochs {info['outer_epochs']} (KL {info['approx_kl']:.4f}, lr {info['lr']:.2g}) "
                 f"({time.perf_counter() - t0:.0f} s)")
 
     menv = task_cls(tasks, episodes, seed=seed)

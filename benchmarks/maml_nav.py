@@ -120,8 +120,10 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
 
     def progress(it, info, res):
         if it % 10 == 0 or it == iters - 1:
-            log(f"seed {seed} meta it {it}: returns by step {np.round(info['step_returns'], 1).tolist()}")
+            log(f"seed {seed} meta it {it}: returns by step {np.round(info['step_returns'], 1).tolist()}, "
+                f"outer KL {info['approx_kl']:.4f}, lr {info['lr']:.2g}")
         out.setdefault("alpha_curve", []).append(ML.alpha_metrics(info["alpha"]))
+        out.setdefault("outer", []).append([info["outer_epochs"], round(info["approx_kl"], 5), info["lr"]])
 
     res = MT.meta_train(env_cls(tasks, episodes, seed=seed), spec, cfg, iters, seed, steps_pre=H, steps_post=H,
                         normalize_obs=normalize_obs, callback=progress)
@@ -133,7 +135,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     ev = 10_000 + 101 * seed
     out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, stats, ev, env_cls)
     if meta_only:
-        log(json.dumps({k: v for k, v in out.items() if k != "alpha_curve"}))
+        log(json.dumps({k: v for k, v in out.items() if k not in ("alpha_curve", "outer")}))
         return out
     # execution over ROUNDS rounds of the same task: the default (one learnt step per round from the current
     # parameters) against the paper's Algorithm 2 (every round 3 steps from theta* on the last round's episodes,
@@ -155,7 +157,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         fixed = torch.full((cfg.num_steps, len(model.param_shapes())), math.log(a))
         out[f"pretrained_ft_{a:g}"] = curve(spec, pth, fixed, cfg, pres.obs_norm.stats, ev, env_cls)
         out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, env_cls)
-    log(json.dumps({k: v for k, v in out.items() if k != "alpha_curve"}))
+    log(json.dumps({k: v for k, v in out.items() if k not in ("alpha_curve", "outer")}))
     return out
 
 

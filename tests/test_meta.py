@@ -523,6 +523,42 @@ def test_outer_epochs_stop_at_the_target_kl():
         ML.MetaConfig(outer_target_kl=0.0)
 
 
+def test_the_outer_learning_rate_follows_the_target_kl():
+    """outer_kl_lr: after an iteration whose KL is below half the target theta's lr grows by 1.5,
+    above twice the target it shrinks by 1.5, in between it stays; always within outer_lr_range;
+    log alpha's rate never changes. Without a target the lr is MetaConfig.lr whatever the KL."""
+    cfg = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", outer_steps="post", outer_epochs=2)
+    model, theta, log_alpha, pre, post, mids, stats = _fresh_step_batches(cfg, 73)
+
+    def learner(c):
+        return ML.MetaLearner(model, {k: v.detach() for k, v in theta.items()}, c, log_alpha)
+
+    fixed = learner(cfg)
+    for kl in (0.0, 1e-9, 5.0, float("nan")):
+        assert fixed._adapt_lr(kl) == cfg.lr
+    info = fixed.update(pre, post, _gen(5), mids=pre[1:])
+    assert info["lr"] == cfg.lr and info["approx_kl"] > 0
+
+    c = cfg.replace(outer_kl_lr=0.01, outer_lr_range=(1e-4, 1e-3))
+    ad = learner(c)
+    assert ad._adapt_lr(0.001) == pytest.approx(cfg.lr * 1.5)
+    assert ad._adapt_lr(0.01) == pytest.approx(cfg.lr * 1.5)  # within [target/2, 2 target]: unchanged
+    assert ad._adapt_lr(0.03) == pytest.approx(cfg.lr)
+    for _ in range(10):
+        ad._adapt_lr(0.0)
+    assert ad.lr == 1e-3
+    for _ in range(10):
+        ad._adapt_lr(1.0)
+    assert ad.lr == 1e-4 and ad.opt.param_groups[1]["lr"] == cfg.lr_alpha
+    ad.lr = cfg.lr
+    small = c.replace(outer_kl_lr=1e9)  # any iteration's KL is far below: the lr grows after the update
+    info = learner(small).update(pre, post, _gen(5), mids=pre[1:])
+    assert info["lr"] == pytest.approx(cfg.lr * 1.5)
+    for bad in (dict(outer_kl_lr=0.0), dict(outer_lr_range=(1e-3, 1e-4)), dict(outer_lr_range=(0.0, 1e-3))):
+        with pytest.raises(ValueError, match="outer_"):
+            ML.MetaConfig(**bad)
+
+
 def test_a_meta_player_is_executed_with_as_many_steps_as_it_learnt():
     """An agent meta-trained with another num_steps (MAML's one step, say) stores that many rows of
     step sizes; games execute it with that many learnt steps, the rest of the defaults unchanged."""

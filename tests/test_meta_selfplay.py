@@ -115,6 +115,24 @@ def test_meta_resume_after_interruption_ends_bit_identical(cli, tmp_path, monkey
         assert its[(2, k)]["mean_return"] == its[(3, k)]["mean_return"], k
 
 
+def test_the_learner_state_keeps_an_adapted_outer_learning_rate():
+    """A resumed meta run continues with the learning rate its adaptive schedule (outer_kl_lr) had
+    reached, not MetaConfig.lr."""
+    from sumo_cli.learn import meta_selfplay as MS
+    from sumo_cli.learn import selfplay as SP
+
+    cfg = SP.TrainConfig(body="ant", arch="mlp", strategy="meta", seed=3)
+    spec = SP.policy_spec(cfg)
+    a = MS.MetaSelfPlayLearner(spec, cfg)
+    a.learner.lr = 2.5e-3
+    tensors, meta = a.state()
+    assert json.loads(json.dumps(meta))["theta_lr"] == 2.5e-3
+    b = MS.MetaSelfPlayLearner(spec, cfg)
+    assert b.learner.lr == cfg.lr
+    b.load_state(tensors, meta)
+    assert b.learner.lr == 2.5e-3 and b.learner.opt.param_groups[1]["lr"] == b.meta_cfg.lr_alpha
+
+
 def test_the_heldout_measurement_leaves_training_unchanged(cli, tmp_path, monkeypatch):
     from sumo_cli.learn import meta_selfplay
 

@@ -159,6 +159,11 @@ class MetaConfig:
     # approximate KL of the sampling policies (theta and phi^1..phi^M against what collected each batch, the
     # largest of them) exceeds this (as PPOConfig.target_kl); None: all epochs. A guard for more epochs and
     # minibatches: 8 epochs of 2-4 minibatches learnt faster on the runner, then collapsed (README)
+    outer_kl_lr: float | None = None  # adapt theta's learning rate to this KL per meta-iteration (the largest
+    # epoch mean of approx_kl): x1.5 after an iteration below half of it, /1.5 after one above twice it, within
+    # outer_lr_range (rl_games' adaptive schedule; MAML's outer TRPO step takes KL 0.01 every iteration). None: lr
+    # stays. At the default lr the runner's iterations move theta by KL 0.0002-0.001 (benchmarks/results)
+    outer_lr_range: tuple[float, float] = (1e-5, 1e-2)
     max_grad_norm: float | None = 0.5  # global-norm clip (not in paper), applied separately to the policy part of
     # theta, its value part and log_alpha (one joint norm would let the large value gradients scale the policy's away)
     # --- score-function term of the pre-update trajectories ---
@@ -198,6 +203,11 @@ class MetaConfig:
             raise ValueError("MetaConfig.alpha_init must be positive")
         if self.outer_target_kl is not None and self.outer_target_kl <= 0:
             raise ValueError("MetaConfig.outer_target_kl must be positive (or None: every outer epoch)")
+        if self.outer_kl_lr is not None and self.outer_kl_lr <= 0:
+            raise ValueError("MetaConfig.outer_kl_lr must be positive (or None: a fixed learning rate)")
+        lo, hi = self.outer_lr_range
+        if not 0 < lo <= hi:
+            raise ValueError("MetaConfig.outer_lr_range must be (low, high) with 0 < low <= high")
         if self.outer_from is not None and self.inner_data != "fresh":
             raise ValueError(f"MetaConfig.outer_steps={self.outer_steps!r} needs inner_data='fresh' (a batch sampled by every phi^m)")
 
@@ -1199,6 +1209,26 @@ class MetaLearner:
     def alpha(self) -> Tensor:
         return torch.exp(self.log_alpha.detach())
 
+    @property
+    def lr(self) -> float:
+        """theta's current learning rate (MetaConfig.lr unless outer_kl_lr adapts it)."""
+        return float(self.opt.param_groups[0]["lr"])
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self.opt.param_groups[0]["lr"] = float(value)
+
+    def _adapt_lr(self, kl: float) -> float:
+        """The adaptive schedule of ``MetaConfig.outer_kl_lr`` after an iteration of KL ``kl``; the new lr."""
+        target = self.cfg.outer_kl_lr
+        if target is not None and math.isfinite(kl):
+            lo, hi = self.cfg.outer_lr_range
+            if kl > 2 * target:
+                self.lr = max(lo, self.lr / 1.5)
+            elif kl < target / 2:
+                self.lr = min(hi, self.lr * 1.5)
+        return self.lr
+
     def params(self) -> tuple[Params, Tensor]:
         return {k: v.detach() for k, v in self.theta.items()}, self.log_alpha.detach()
 
@@ -1253,6 +1283,7 @@ class MetaLearner:
                 break
         info["outer_epochs"] = epochs
         info["approx_kl"] = max(kls)
+        info["lr"] = self._adapt_lr(info["approx_kl"])
         if cfg.score_baseline == "ema":
             r = float(R.mean())
             self.ema_return = r if self.ema_return is None else cfg.score_ema * self.ema_return + (1 - cfg.score_ema) * r
@@ -1300,6 +1331,7 @@ class MetaLearner:
                 break
         info["outer_epochs"] = epochs
         info["approx_kl"] = max(kls)
+        info["lr"] = self._adapt_lr(info["approx_kl"])
         info["post_return"] = float(torch.stack([ps[0].mean() for _, ps in stats]).mean())
         info["post_returns"] = [float(ps[0].mean()) for _, ps in stats]
         info["alpha"] = self.alpha.tolist()

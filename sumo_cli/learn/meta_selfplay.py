@@ -256,8 +256,8 @@ class MetaSelfPlayLearner:
         extra = {**self.snapshot_extras(), **SP.adam_state_tensors(self.learner.opt, keys)}
         theta, stats = self.policy()
         tensors = checkpoint_tensors(theta, stats, extra)
-        meta = {"learner": "meta", "param_order": keys,
-                "ema_return": self.learner.ema_return, "meta_config": dataclasses.asdict(self.meta_cfg)}
+        meta = {"learner": "meta", "param_order": keys, "ema_return": self.learner.ema_return,
+                "theta_lr": self.learner.lr, "meta_config": dataclasses.asdict(self.meta_cfg)}
         return tensors, meta
 
     def load_state(self, tensors: dict[str, Tensor], metadata: dict) -> None:
@@ -270,6 +270,7 @@ class MetaSelfPlayLearner:
             self.learner.log_alpha.copy_(tensors[LOG_ALPHA_KEY])
         self.obs_stats = {k: tensors["obs_norm/" + k].clone() for k in nz.KEYS}
         self.learner.ema_return = metadata.get("ema_return")
+        self.learner.lr = metadata.get("theta_lr", self.meta_cfg.lr)
         SP.load_adam_state(self.learner.opt, keys, tensors)
 
 
