@@ -318,7 +318,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     if config_record(cfg_kw, normalize_obs):
         out["config"] = config_record(cfg_kw, normalize_obs)
     if not baselines:
-        log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
+        log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve", "outer")}))
         return out
     env_steps = meta_env_steps(iters, tasks, episodes, H, cfg.num_steps)
     t0 = time.perf_counter()
@@ -334,7 +334,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         out[f"pretrained_ft_{a:g}"] = curve(spec, pth, fixed, cfg, pres.obs_norm.stats, ev, eval_tasks, eval_episodes,
                                             task_cls=task_cls)
         out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
-    log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve")}))
+    log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve", "outer")}))
     return out
 
 
