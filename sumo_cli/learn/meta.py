@@ -1220,6 +1220,12 @@ class MetaLearner:
     def lr(self, value: float) -> None:
         self.opt.param_groups[0]["lr"] = float(value)
 
+    def _close_iteration(self, info: dict, epochs: int, kls: list[float]) -> None:
+        """Record a meta-iteration's outer epochs and KL in ``info`` and take the lr schedule's step."""
+        info["outer_epochs"] = epochs
+        info["approx_kl"] = max(kls)
+        info["lr"] = self._adapt_lr(info["approx_kl"])
+
     def _adapt_lr(self, kl: float) -> float:
         """The adaptive schedule of ``MetaConfig.outer_kl_lr`` after an iteration of KL ``kl``; the new lr."""
         target = self.cfg.outer_kl_lr
@@ -1283,9 +1289,7 @@ class MetaLearner:
             kls.append(sum(epoch_kl) / len(epoch_kl))
             if cfg.outer_target_kl is not None and kls[-1] > cfg.outer_target_kl:
                 break
-        info["outer_epochs"] = epochs
-        info["approx_kl"] = max(kls)
-        info["lr"] = self._adapt_lr(info["approx_kl"])
+        self._close_iteration(info, epochs, kls)
         if cfg.score_baseline == "ema":
             r = float(R.mean())
             self.ema_return = r if self.ema_return is None else cfg.score_ema * self.ema_return + (1 - cfg.score_ema) * r
@@ -1331,9 +1335,7 @@ class MetaLearner:
             kls.append(max(o.approx_kl for o in parts))
             if cfg.outer_target_kl is not None and kls[-1] > cfg.outer_target_kl:
                 break
-        info["outer_epochs"] = epochs
-        info["approx_kl"] = max(kls)
-        info["lr"] = self._adapt_lr(info["approx_kl"])
+        self._close_iteration(info, epochs, kls)
         info["post_return"] = float(torch.stack([ps[0].mean() for _, ps in stats]).mean())
         info["post_returns"] = [float(ps[0].mean()) for _, ps in stats]
         info["alpha"] = self.alpha.tolist()
