@@ -77,6 +77,13 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
     theta0 = load_file(str(tmp_path / "db" / "sumo-checkpoints" / "ant-mlp-meta" / "v00000.safetensors"))
     assert torch.equal(theta0[LOG_ALPHA_KEY], torch.full(shape, init, dtype=theta0[LOG_ALPHA_KEY].dtype))
 
+    code, out, err = cli("runs", "show", "2", "--json")
+    assert code == 0, err
+    h = json.loads(out)["heldout"]  # one measurement: a mean, no interval over measurements
+    assert (h["n"], h["mean"]) == (1, pytest.approx(m["heldout_gain"])) and math.isnan(h["ci95"])
+    code, _, err = cli("runs", "show", "2")
+    assert code == 0 and "meta-update on the held-out next versions: gain" in err.replace("\n", " ")
+
     meta = AgentData.from_loaded(_agent(tmp_path, "ant-mlp-meta@2"))
     assert meta.strategy == "meta"
     opp = AgentData.from_loaded(_agent(tmp_path, "ant-mlp@2"))
@@ -171,3 +178,21 @@ def test_alpha_init_sets_where_the_step_sizes_start(cli, tmp_path):
     assert code == 2 and "--alpha-init only applies to --strategy meta" in err
     code, _, err = cli("train", *META, "--alpha-init", "0", "--name", "zero")
     assert code == 2 and "alpha-init must be positive" in err
+
+
+def test_the_heldout_summary_is_a_t_interval_over_the_measurements():
+    """Mean and 95% t-interval of the measured gains (iterations without a measurement left out),
+    the measurements whose own interval lies above or below 0, and the step sizes at both ends."""
+    from sumo_cli.learn.meta_selfplay import heldout_summary
+
+    a = {"meta_alpha_0": 0.5, "meta_alpha_1": 0.4}
+    its = [{**a, "heldout_gain": 10.0, "heldout_gain_ci95": 4.0}, dict(a),
+           {**a, "heldout_gain": -2.0, "heldout_gain_ci95": 5.0},
+           {"meta_alpha_0": 0.6, "meta_alpha_1": 0.3, "heldout_gain": 22.0, "heldout_gain_ci95": 30.0}]
+    h = heldout_summary(its)
+    # gains 10, -2, 22: mean 10, sd 12, t(0.975, 2) = 4.303
+    assert h["n"] == 3 and h["mean"] == pytest.approx(10.0)
+    assert h["ci95"] == pytest.approx(4.303 * 12.0 / math.sqrt(3))
+    assert (h["above"], h["below"]) == (1, 0)
+    assert h["alpha_first"] == [0.5, 0.4] and h["alpha_last"] == [0.6, 0.3]
+    assert heldout_summary([dict(a), dict(a)]) is None

@@ -116,12 +116,20 @@ def show(
 
         doc["plot"] = str(training_curves(run, iterations, plot))
 
+    if iterations and run.get("env") != "locomotion":
+        from sumo_cli.learn.meta_selfplay import heldout_summary
+
+        summary = heldout_summary([it["metrics"] for it in iterations])
+        if summary is not None:
+            doc["heldout"] = summary
     if json_out:
         print_json(doc)
         return
     _print_header(run)
     if iterations is not None:
         _print_iterations(run, iterations, every)
+    if "heldout" in doc:
+        err_console.print(heldout_line(doc["heldout"]), highlight=False)
     if kind == "tournament":
         from sumo_cli.cli.tournament_cmd import leaderboard_table, print_categories
 
@@ -233,6 +241,15 @@ _EXPLAIN = {
     "adapted": "adapted/unadapted: training return against the held-out next opponent versions after/without "
                "the meta-update (the first and every 10th iteration); gain +- its 95% interval over the tasks",
 }
+
+
+def heldout_line(h: dict) -> str:
+    """The held-out summary of a meta run (:func:`~sumo_cli.learn.meta_selfplay.heldout_summary`) as one sentence."""
+    alphas = lambda xs: "/".join(_fmt(x, ".3f") for x in xs)
+    return (f"meta-update on the held-out next versions: gain {_fmt(h['mean'], '.1f')} +- {_fmt(h['ci95'], '.1f')} "
+            f"per episode over {h['n']} measurement(s) (95% t-interval over them); {h['above']} with their own "
+            f"interval above 0, {h['below']} below; step sizes {alphas(h['alpha_first'])} at the first iteration, "
+            f"{alphas(h['alpha_last'])} at the last")
 
 
 def pick_rows(iterations: list[dict], every: int | None) -> tuple[list[dict], int]:
