@@ -245,12 +245,15 @@ _EXPLAIN = {
 
 def heldout_line(h: dict) -> str:
     """The held-out summary of a meta run (:func:`~sumo_cli.learn.meta_selfplay.heldout_summary`) as one sentence."""
-    alphas = lambda xs: "/".join(_fmt(x, ".3f") for x in xs)
     spread = (f" +- {h['ci95']:.1f} per episode over {h['n']} measurements (95% t-interval over them)"
               if math.isfinite(h["ci95"]) else f" per episode, {h['n']} measurement")
     return (f"meta-update on the held-out next versions: gain {_fmt(h['mean'], '.1f')}{spread}; {h['above']} with their own "
-            f"interval above 0, {h['below']} below; step sizes {alphas(h['alpha_first'])} at the first iteration, "
-            f"{alphas(h['alpha_last'])} at the last")
+            f"interval above 0, {h['below']} below; step sizes {_slashed(h['alpha_first'])} at the first iteration, "
+            f"{_slashed(h['alpha_last'])} at the last")
+
+
+def _slashed(values: list[float]) -> str:
+    return "/".join(_fmt(x, ".3f") for x in values)
 
 
 def pick_rows(iterations: list[dict], every: int | None) -> tuple[list[dict], int]:

@@ -88,8 +88,9 @@ def t_half_width(x: np.ndarray) -> float:
 
 def heldout_summary(metrics: list[dict]) -> dict | None:
     """The held-out measurements of a meta run in one line's worth of numbers: how many there are
-    (``n``), the mean gain over them with its 95% t-interval (measurements as samples: each is a
-    fresh draw of tasks, so they are independent given the run), how many of them have an interval
+    (``n``), the mean gain over them with its 95% t-interval (each measurement a fresh draw of tasks
+    and bouts, taken as independent: the interval of the run's average gain, theta changing between
+    them), how many of them have an interval
     entirely above 0 (``above``) or below it (``below``), and the learnt step sizes' geometric means
     (``meta_alpha_<m>``) at the first and the last iteration. ``metrics``: the iterations' metric
     dicts in order. None when no iteration measured."""
