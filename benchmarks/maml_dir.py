@@ -318,7 +318,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     if config_record(cfg_kw, normalize_obs):
         out["config"] = config_record(cfg_kw, normalize_obs)
     if not baselines:
-        log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve", "outer")}))
+        log(_headline(out))
         return out
     env_steps = meta_env_steps(iters, tasks, episodes, H, cfg.num_steps)
     t0 = time.perf_counter()
@@ -334,8 +334,13 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         out[f"pretrained_ft_{a:g}"] = curve(spec, pth, fixed, cfg, pres.obs_norm.stats, ev, eval_tasks, eval_episodes,
                                             task_cls=task_cls)
         out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
-    log(json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve", "outer")}))
+    log(_headline(out))
     return out
+
+
+def _headline(out: dict) -> str:
+    """A seed's result as one JSON line, without the per-iteration series."""
+    return json.dumps({k: v for k, v in out.items() if k not in ("step_returns", "alpha_curve", "outer")})
 
 
 def oracle_seed(seed: int, env_steps: int, body: str = "runner", hidden: int = 64,

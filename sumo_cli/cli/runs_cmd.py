@@ -116,19 +116,17 @@ def show(
 
         doc["plot"] = str(training_curves(run, iterations, plot))
 
-    if iterations and run.get("env") != "locomotion":
+    if any("heldout_gain" in it["metrics"] for it in iterations or ()):  # a meta run (torch imported only then)
         from sumo_cli.learn.meta_selfplay import heldout_summary
 
-        summary = heldout_summary([it["metrics"] for it in iterations])
-        if summary is not None:
-            doc["heldout"] = summary
+        doc["heldout"] = heldout_summary([it["metrics"] for it in iterations])
     if json_out:
         print_json(doc)
         return
     _print_header(run)
     if iterations is not None:
         _print_iterations(run, iterations, every)
-    if "heldout" in doc:
+    if doc.get("heldout"):
         err_console.print(heldout_line(doc["heldout"]), highlight=False)
     if kind == "tournament":
         from sumo_cli.cli.tournament_cmd import leaderboard_table, print_categories

@@ -42,6 +42,7 @@ Versions carry the learned step sizes under ``meta/log_alpha`` (:data:`meta_exec
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -90,20 +91,19 @@ def heldout_summary(metrics: list[dict]) -> dict | None:
     """The held-out measurements of a meta run in one line's worth of numbers: how many there are
     (``n``), the mean gain over them with its 95% t-interval (each measurement a fresh draw of tasks
     and bouts, taken as independent: the interval of the run's average gain, theta changing between
-    them), how many of them have an interval
-    entirely above 0 (``above``) or below it (``below``), and the learnt step sizes' geometric means
-    (``meta_alpha_<m>``) at the first and the last iteration. ``metrics``: the iterations' metric
-    dicts in order. None when no iteration measured."""
-    rows = [m for m in metrics if isinstance(m.get("heldout_gain"), (int, float))]
+    them), how many have their own interval entirely above 0 (``above``) or below it (``below``), and
+    the learnt step sizes' geometric means (``meta_alpha_<m>``) at the first and the last iteration.
+    ``metrics``: the iterations' metric dicts in order. None when no iteration measured."""
+    rows = [m for m in metrics if isinstance(m.get("heldout_gain"), (int, float)) and math.isfinite(m["heldout_gain"])]
     if not rows:
         return None
-    gain = np.array([m["heldout_gain"] for m in rows], dtype=float)
-    ci = np.array([m.get("heldout_gain_ci95", float("nan")) for m in rows], dtype=float)
+    gain = np.array([m["heldout_gain"] for m in rows])
+    ci = np.array([m.get("heldout_gain_ci95", math.nan) for m in rows], dtype=float)
     alphas = sorted((k for k in metrics[0] if k.startswith("meta_alpha_")), key=lambda k: int(k.rsplit("_", 1)[1]))
-    return {"n": len(rows), "mean": float(np.nanmean(gain)), "ci95": t_half_width(gain),
+    return {"n": len(rows), "mean": float(gain.mean()), "ci95": t_half_width(gain),
             "above": int(np.sum(gain - ci > 0)), "below": int(np.sum(gain + ci < 0)),
             "alpha_first": [float(metrics[0][k]) for k in alphas],
-            "alpha_last": [float(metrics[-1].get(k, float("nan"))) for k in alphas]}
+            "alpha_last": [float(metrics[-1].get(k, math.nan)) for k in alphas]}
 
 
 class PairSumoEnv(SumoVecEnv):
