@@ -54,16 +54,21 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
         # task pairs (v, v+1) of the 2-version pool: versions 1 then 2
         assert sorted(m["opponents"]) == ["ant-mlp@1", "ant-mlp@2"]
         # 3 inner steps on fresh episodes, then the post-update phase; the first iteration also measures
-        # theta on the held-out versions (one more phase)
-        phases = 5 if it.iteration == 1 else 4
+        # theta and the crossed updates on the held-out versions (two more phases)
+        phases = 6 if it.iteration == 1 else 4
         assert m["iteration_env_steps"] == phases * 2 * 40 and m["meta_tasks"] == 2
         for key in ("loss", "ppo", "vf", "score", "pre_return", "post_return", "update_seconds"):
             assert key in m, key
-        heldout = ("heldout_return_adapted", "heldout_return_unadapted", "heldout_gain", "heldout_gain_ci95")
+        heldout = ("heldout_return_adapted", "heldout_return_unadapted", "heldout_gain", "heldout_gain_ci95",
+                   "heldout_return_crossed", "heldout_specific_gain", "heldout_specific_gain_ci95")
         assert all(key in m for key in heldout) == (it.iteration == 1)
-    assert [i.env_steps for i in its] == [5 * 80, 9 * 80] and doc["env_steps"] == 9 * 80  # every phase counted
+        assert "phases" not in m
+    assert [i.env_steps for i in its] == [6 * 80, 10 * 80] and doc["env_steps"] == 10 * 80  # every phase counted
     m = its[0].metrics
     assert m["heldout_gain"] == pytest.approx(m["heldout_return_adapted"] - m["heldout_return_unadapted"])
+    # (the gains are means over the tasks of per-task differences, so with a task that finished no
+    # episode in one phase they differ from the difference of the mean returns)
+    assert math.isfinite(m["heldout_specific_gain"]) and math.isfinite(m["heldout_return_crossed"])
     assert m["heldout_return_adapted"] == pytest.approx(m["post_episode_return"])
     init = math.log(MetaConfig().alpha_init)
     shape = (3, 13)  # one step size per inner step and parameter tensor (the MLP has 13)
@@ -81,8 +86,11 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
     assert code == 0, err
     h = json.loads(out)["heldout"]  # one measurement: a mean, no interval over measurements
     assert (h["n"], h["mean"]) == (1, pytest.approx(m["heldout_gain"])) and math.isnan(h["ci95"])
+    assert (h["specific"]["n"], h["specific"]["mean"]) == (1, pytest.approx(m["heldout_specific_gain"]))
     code, _, err = cli("runs", "show", "2")
-    assert code == 0 and "meta-update on the held-out next versions: gain" in err.replace("\n", " ")
+    line = " ".join(err.split())
+    assert code == 0 and "meta-update on the held-out next versions: gain" in line
+    assert "the part specific to the opponent adapted on" in line
 
     meta = AgentData.from_loaded(_agent(tmp_path, "ant-mlp-meta@2"))
     assert meta.strategy == "meta"
@@ -152,6 +160,40 @@ def test_the_heldout_measurement_leaves_training_unchanged(cli, tmp_path, monkey
         assert torch.equal(a[k], b[k]), k
 
 
+def test_the_crossed_control_plays_each_task_against_the_update_of_the_task_before(cli, tmp_path, monkeypatch):
+    """The held-out measurement's second phase: task g's opponent against phi adapted on task g - 1,
+    from the same bout starts as theta's phase; its episodes are not training data."""
+    from sumo_cli.learn import meta_selfplay as MS
+    from sumo_cli.learn import meta_train
+
+    _pretrain(cli)
+    calls, phis = [], []
+    real_collect, real_iteration = MS.collect_stacked, MS.meta_iteration
+
+    def collect(env, spec, params, stats, obs, steps, gen):
+        calls.append(({k: v.clone() for k, v in params.items()}, obs.copy()))
+        return real_collect(env, spec, params, stats, obs, steps, gen)
+
+    def iteration(*a, **kw):
+        info, rollouts = real_iteration(*a, **kw)
+        if "phi" in info:
+            phis.append({k: v.clone() for k, v in info["phi"].items()})
+        return info, rollouts
+
+    monkeypatch.setattr(MS, "collect_stacked", collect)
+    monkeypatch.setattr(MS, "meta_iteration", iteration)
+    assert cli("train", *META, "--iterations", "1")[0] == 0
+    assert len(phis) == 1 and len(calls) == 2  # theta's phase, then the crossed one
+    (theta_params, theta_obs), (crossed, crossed_obs) = calls
+    phi = phis[0]
+    assert all(v.shape[0] == 2 for v in phi.values())  # two tasks
+    for k, v in phi.items():
+        assert torch.equal(crossed[k][0], v[1]) and torch.equal(crossed[k][1], v[0]), k
+        assert torch.equal(theta_params[k][0], theta_params[k][1]), k  # theta: one policy for every task
+    assert (theta_obs == crossed_obs).all()  # the same bout starts
+    assert meta_train.meta_iteration is real_iteration
+
+
 def test_t_half_width():
     import numpy as np
 
@@ -195,4 +237,10 @@ def test_the_heldout_summary_is_a_t_interval_over_the_measurements():
     assert h["ci95"] == pytest.approx(4.303 * 12.0 / math.sqrt(3))
     assert (h["above"], h["below"]) == (1, 0)
     assert h["alpha_first"] == [0.5, 0.4] and h["alpha_last"] == [0.6, 0.3]
+    assert h["specific"] is None  # no measurement had the crossed control
+    its[0].update(heldout_specific_gain=6.0, heldout_specific_gain_ci95=2.0)
+    its[2].update(heldout_specific_gain=-4.0, heldout_specific_gain_ci95=1.0)
+    s = heldout_summary(its)["specific"]
+    assert (s["n"], s["mean"], s["above"], s["below"]) == (2, pytest.approx(1.0), 1, 1)
+    assert s["ci95"] == pytest.approx(12.706 * math.sqrt(50.0) / math.sqrt(2))
     assert heldout_summary([dict(a), dict(a)]) is None

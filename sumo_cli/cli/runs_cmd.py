@@ -222,6 +222,7 @@ _SUMO_COLUMNS = [
     ("a1", "meta_alpha_0", ".3f"), ("a2", "meta_alpha_1", ".3f"), ("a3", "meta_alpha_2", ".3f"),
     ("adapted", "heldout_return_adapted", ".1f"), ("unadapted", "heldout_return_unadapted", ".1f"),
     ("gain", "heldout_gain", ".1f"), ("+-", "heldout_gain_ci95", ".1f"),
+    ("specific", "heldout_specific_gain", ".1f"), ("+- ", "heldout_specific_gain_ci95", ".1f"),
     ("steps/s", "steps_per_second", ".0f"),
 ]
 _LOCO_COLUMNS = [
@@ -238,16 +239,24 @@ _EXPLAIN = {
     "a1": "a1-a3: the meta-learner's step sizes (geometric mean over tensors)",
     "adapted": "adapted/unadapted: training return against the held-out next opponent versions after/without "
                "the meta-update (the first and every 10th iteration); gain +- its 95% interval over the tasks",
+    "specific": "specific: adapted minus the return of updates adapted on other tasks' opponents, on the same "
+                "bouts (the part of the gain specific to the opponent adapted on) +- its 95% interval",
 }
 
 
 def heldout_line(h: dict) -> str:
     """The held-out summary of a meta run (:func:`~sumo_cli.learn.meta_selfplay.heldout_summary`) as one sentence."""
-    spread = (f" +- {h['ci95']:.1f} per episode over {h['n']} measurements (95% t-interval over them)"
-              if math.isfinite(h["ci95"]) else f" per episode, {h['n']} measurement")
-    return (f"meta-update on the held-out next versions: gain {_fmt(h['mean'], '.1f')}{spread}; {h['above']} with their own "
-            f"interval above 0, {h['below']} below; step sizes {_slashed(h['alpha_first'])} at the first iteration, "
-            f"{_slashed(h['alpha_last'])} at the last")
+    specific = ""
+    if h.get("specific"):
+        specific = f"; the part specific to the opponent adapted on {_spread_text(h['specific'])}"
+    return (f"meta-update on the held-out next versions: gain {_spread_text(h)}{specific}; step sizes "
+            f"{_slashed(h['alpha_first'])} at the first iteration, {_slashed(h['alpha_last'])} at the last")
+
+
+def _spread_text(s: dict) -> str:
+    spread = (f" +- {s['ci95']:.1f} per episode over {s['n']} measurements (95% t-interval over them)"
+              if math.isfinite(s["ci95"]) else f" per episode, {s['n']} measurement")
+    return f"{_fmt(s['mean'], '.1f')}{spread}, {s['above']} with their own interval above 0, {s['below']} below"
 
 
 def _slashed(values: list[float]) -> str:

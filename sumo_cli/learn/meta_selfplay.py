@@ -64,7 +64,11 @@ MAX_OUTER_EPOCHS = 4
 #: The first and every HELDOUT_EVERY-th iteration theta (as it was before the update) also plays one phase against
 #: the post-adaptation opponents (versions v + 1): the stored metrics then hold, on the same held-out
 #: versions, the return after adaptation (phi) and without it (theta), and the gain task by task
-#: with its 95% interval. One more phase of env steps on those iterations (2.5% of all at 4 phases).
+#: with its 95% interval. With two or more tasks a second phase is the control for what the update
+#: learnt about its own opponent: task g's opponent is played by the phi adapted on task g - 1's
+#: (another version), on the same bout starts as theta; adapted minus that "crossed" return is the
+#: opponent-specific part of the gain, crossed minus theta's the part any update brings. One or two
+#: more phases of env steps on those iterations (2.5-5% of all at 4 phases).
 HELDOUT_EVERY = 10
 #: 97.5% quantiles of Student's t by degrees of freedom (the interval over the tasks of one
 #: iteration; 8 tasks by default); more than 30: 2.0.
@@ -87,23 +91,39 @@ def t_half_width(x: np.ndarray) -> float:
     return float(q * x.std(ddof=1) / np.sqrt(len(x)))
 
 
+def _mean(x: np.ndarray) -> float:
+    """Mean of the finite values of ``x``; NaN (without numpy's warning) when there is none."""
+    return float(np.nanmean(x)) if np.isfinite(x).any() else math.nan
+
+
 def heldout_summary(metrics: list[dict]) -> dict | None:
     """The held-out measurements of a meta run in one line's worth of numbers: how many there are
     (``n``), the mean gain over them with its 95% t-interval (each measurement a fresh draw of tasks
     and bouts, taken as independent: the interval of the run's average gain, theta changing between
     them), how many have their own interval entirely above 0 (``above``) or below it (``below``), and
-    the learnt step sizes' geometric means (``meta_alpha_<m>``) at the first and the last iteration.
+    the learnt step sizes' geometric means (``meta_alpha_<m>``) at the first and the last iteration;
+    under ``specific`` the same numbers for the opponent-specific part of the gain (adapted minus
+    crossed, see HELDOUT_EVERY) over the measurements that have it, or None.
     ``metrics``: the iterations' metric dicts in order. None when no iteration measured."""
-    rows = [m for m in metrics if isinstance(m.get("heldout_gain"), (int, float)) and math.isfinite(m["heldout_gain"])]
-    if not rows:
+    gain = _spread(metrics, "heldout_gain")
+    if gain is None:
         return None
-    gain = np.array([m["heldout_gain"] for m in rows])
-    ci = np.array([m.get("heldout_gain_ci95", math.nan) for m in rows], dtype=float)
     alphas = sorted((k for k in metrics[0] if k.startswith("meta_alpha_")), key=lambda k: int(k.rsplit("_", 1)[1]))
-    return {"n": len(rows), "mean": float(gain.mean()), "ci95": t_half_width(gain),
-            "above": int(np.sum(gain - ci > 0)), "below": int(np.sum(gain + ci < 0)),
+    return {**gain, "specific": _spread(metrics, "heldout_specific_gain"),
             "alpha_first": [float(metrics[0][k]) for k in alphas],
             "alpha_last": [float(metrics[-1].get(k, math.nan)) for k in alphas]}
+
+
+def _spread(metrics: list[dict], key: str) -> dict | None:
+    """n, mean, t half-width, and how many intervals lie above/below 0, of the finite ``key`` values
+    (their intervals under ``key + "_ci95"``)."""
+    rows = [m for m in metrics if isinstance(m.get(key), (int, float)) and math.isfinite(m[key])]
+    if not rows:
+        return None
+    x = np.array([m[key] for m in rows])
+    ci = np.array([m.get(key + "_ci95", math.nan) for m in rows], dtype=float)
+    return {"n": len(rows), "mean": float(x.mean()), "ci95": t_half_width(x),
+            "above": int(np.sum(x - ci > 0)), "below": int(np.sum(x + ci < 0))}
 
 
 class PairSumoEnv(SumoVecEnv):
@@ -219,10 +239,11 @@ class MetaSelfPlayLearner:
             theta_before = {key: v.detach().clone() for key, v in self.learner.params()[0].items()}
         try:
             info, rollouts = meta_iteration(env, self.spec, self.learner, stats, cfg.num_steps, cfg.num_steps,
-                                            SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen)
+                                            SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen, keep_phi=measures_heldout(k))
             episodes = env.finish()
+            phi = info.pop("phi", None)
             if measures_heldout(k):
-                heldout = self._heldout(env, theta_before, stats, rollouts[-1], k)
+                heldout = self._heldout(env, theta_before, phi, stats, rollouts[-1], k)
         finally:
             env.close()
         for ro in rollouts:
@@ -232,7 +253,7 @@ class MetaSelfPlayLearner:
         ctx.jobs = [dataclasses.replace(job, opponents=[o for p in pairs for o in p], motionless_prob=0.0)]
         ctx.timing["rollout_seconds"] = info.pop("collect_s")
         ctx.timing["update_seconds"] = info.pop("update_s")
-        phases = self.meta_cfg.phases + (1 if heldout else 0)
+        phases = self.meta_cfg.phases + heldout.pop("phases", 0)
         ctx.timing["iteration_env_steps"] = phases * cfg.n_envs * cfg.num_steps
         alphas = info.pop("alpha")
         out = {key: float(v) for key, v in info.items() if isinstance(v, (int, float))}
@@ -242,21 +263,38 @@ class MetaSelfPlayLearner:
         out["meta_seconds"] = time.perf_counter() - t0
         return out
 
-    def _heldout(self, env: PairSumoEnv, theta: P.Params, stats: dict, adapted: Rollout, k: int) -> dict:
-        """theta against the versions phi played (``env`` is in its second phase), for one phase;
-        its episodes are not training data. Returns mean returns per episode with and without
-        adaptation, and the gain over the tasks (mean and 95% half-width)."""
+    def _heldout(self, env: PairSumoEnv, theta: P.Params, phi: P.Params | None, stats: dict, adapted: Rollout,
+                 k: int) -> dict:
+        """theta against the versions phi played (``env`` is in its second phase), for one phase, then
+        (``phi`` given, two or more tasks) each task's opponent against the phi adapted on the task
+        before it, on the same bout starts; neither phase's episodes are training data. Returns mean
+        returns per episode (adapted, unadapted, crossed), the gain over the tasks and its
+        opponent-specific part (mean and 95% half-width each), and ``phases``: how many were played."""
         G = env.num_groups
         seed = SP.derive_seed(self.cfg.seed, k, _HELDOUT_SEED)
         theta_g = {key: v.contiguous() for key, v in ML.expand_params(self.learner.model, theta, (G,)).items()}
-        ro, _ = collect_stacked(env, self.spec, theta_g, stats, env.reset(seed), self.cfg.num_steps,
-                                torch.Generator().manual_seed(seed))
-        env.episodes = []  # not training data
-        with_phi, with_theta = episode_returns(adapted, G), episode_returns(ro, G)
+        with_phi = episode_returns(adapted, G)
+        with_theta = self._play(env, theta_g, stats, seed)
         gain = with_phi - with_theta
-        return {"heldout_return_adapted": float(np.nanmean(with_phi)),
-                "heldout_return_unadapted": float(np.nanmean(with_theta)),
-                "heldout_gain": float(np.nanmean(gain)), "heldout_gain_ci95": t_half_width(gain)}
+        out = {"heldout_return_adapted": _mean(with_phi),
+               "heldout_return_unadapted": _mean(with_theta),
+               "heldout_gain": _mean(gain), "heldout_gain_ci95": t_half_width(gain), "phases": 1}
+        if phi is not None and G >= 2:
+            crossed_phi = {key: torch.roll(v, 1, dims=0).contiguous() for key, v in phi.items()}
+            with_crossed = self._play(env, crossed_phi, stats, seed)
+            specific = with_phi - with_crossed
+            out.update(heldout_return_crossed=_mean(with_crossed),
+                       heldout_specific_gain=_mean(specific),
+                       heldout_specific_gain_ci95=t_half_width(specific), phases=2)
+        return out
+
+    def _play(self, env: PairSumoEnv, params: P.Params, stats: dict, seed: int) -> np.ndarray:
+        """One phase of ``params`` (one row per task) from the bout starts of ``seed``; per task the
+        mean return of its finished episodes, which are not kept as training data."""
+        ro, _ = collect_stacked(env, self.spec, params, stats, env.reset(seed), self.cfg.num_steps,
+                                torch.Generator().manual_seed(seed))
+        env.episodes = []
+        return episode_returns(ro, env.num_groups)
 
     # ------------------------------------------------------------------ Learner protocol
     def policy(self) -> tuple[P.Params, dict]:

@@ -236,11 +236,13 @@ def meta_iteration(
     steps_post: int,
     seed: int,
     generator: torch.Generator,
+    keep_phi: bool = False,
 ) -> tuple[dict, list[Rollout]]:
     """One meta-iteration: draw ``env.num_groups`` task pairs, sample ``tau_theta`` in ``T_i``
     (and, for ``inner_data="fresh"``, one batch per intermediate ``phi^m``), adapt, sample
     ``tau_phi`` in ``T_{i+1}``, and run the outer update. Returns the update's statistics and the
-    rollouts (for the observation normaliser)."""
+    rollouts (for the observation normaliser); with ``keep_phi`` the statistics also hold the
+    adapted parameters under ``"phi"`` (detached, one row per task; not for the multi-round chain)."""
     cfg = learner.cfg
     if cfg.train_rounds > 2:
         return chain_iteration(env, spec, learner, stats, steps_pre, steps_post, seed, generator)
@@ -278,6 +280,8 @@ def meta_iteration(
         collect_s=t1 - t0,
         update_s=t2 - t1,
     )
+    if keep_phi:
+        info["phi"] = {k: v.detach() for k, v in phi.items()}
     return info, rollouts
 
 
