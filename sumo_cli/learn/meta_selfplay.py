@@ -66,7 +66,7 @@ MAX_OUTER_EPOCHS = 4
 #: versions, the return after adaptation (phi) and without it (theta), and the gain task by task
 #: with its 95% interval. With two or more tasks a second phase is the control for what the update
 #: learnt about its own opponent: task g's opponent is played by the phi adapted on task g - 1's
-#: (another version), on the same bout starts as theta; adapted minus that "crossed" return is the
+#: (drawn independently, so as a rule another version), on the same bout starts as theta; adapted minus that "crossed" return is the
 #: opponent-specific part of the gain, crossed minus theta's the part any update brings. One or two
 #: more phases of env steps on those iterations (2.5-5% of all at 4 phases).
 HELDOUT_EVERY = 10
