@@ -523,6 +523,35 @@ def test_outer_epochs_stop_at_the_target_kl():
         ML.MetaConfig(outer_target_kl=0.0)
 
 
+def test_task_centred_outer_advantages_ignore_a_per_task_offset():
+    """outer_adv="task": a constant added to every advantage of one task (what a value function blind
+    to the task leaves) changes nothing in the update; with the default ("value") it does."""
+    cfg = ML.MetaConfig(alpha_init=0.05, inner_data="fresh", outer_steps="post", outer_epochs=2)
+    model, theta, log_alpha, pre, post, mids, stats = _fresh_step_batches(cfg, 79)
+    G = post.agent_shape[0]
+    offset = torch.linspace(-3.0, 5.0, G, dtype=post.adv.dtype).reshape(1, G, 1)
+
+    def shifted(b):
+        return ML.replace(b, adv=torch.where(b.mask, b.adv + offset, b.adv))
+
+    def updated(c, post_batch, mid_batches):
+        lr = ML.MetaLearner(model, {k: v.detach() for k, v in theta.items()}, c, log_alpha)
+        lr.update(pre, post_batch, _gen(5), mids=mid_batches)
+        return lr.theta
+
+    task = cfg.replace(outer_adv="task")
+    a, b = updated(task, post, pre[1:]), updated(task, shifted(post), [shifted(m) for m in pre[1:]])
+    for k in theta:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-9, atol=1e-12)
+    c, d = updated(cfg, post, pre[1:]), updated(cfg, shifted(post), [shifted(m) for m in pre[1:]])
+    assert not torch.allclose(c["pi/out/b"], d["pi/out/b"], rtol=1e-6, atol=1e-9)
+    centred = ML.center_adv_per_task(shifted(post))
+    for g in range(G):
+        assert float(centred.adv[:, g][post.mask[:, g]].mean()) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="outer_adv"):
+        ML.MetaConfig(outer_adv="linear")
+
+
 def test_the_outer_learning_rate_follows_the_target_kl():
     """outer_kl_lr: after an iteration whose KL is below half the target theta's lr grows by 1.5,
     above twice the target it shrinks by 1.5, in between it stays; always within outer_lr_range;

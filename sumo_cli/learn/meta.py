@@ -153,6 +153,10 @@ class MetaConfig:
     vf_coef: float = 0.5  # not in paper (baselines/SB3 default)
     ent_coef: float = 0.0  # not in paper
     normalize_adv: bool = True  # standardise the outer advantages (PPO practice)
+    outer_adv: str = "value"  # "value": GAE advantages of the learnt value function; "task": the same, centred on
+    # each task's mean over its valid steps before the standardisation (MAML-RL refits its baseline and normalises
+    # advantages per task): a value function that does not see the hidden task (a direction, a goal velocity)
+    # leaves a per-task offset in every advantage of the task, noise that a per-task constant removes without bias
     outer_epochs: int = 4  # PPO epochs per meta-iteration (not in paper); theta changes -> phi is recomputed
     outer_minibatches: int = 1  # minibatches = disjoint subsets of the tasks
     outer_target_kl: float | None = None  # stop a meta-iteration's remaining outer epochs once the epoch's mean
@@ -191,6 +195,7 @@ class MetaConfig:
             "execution": ("paper", "continue"),
             "inner_reduce": ("episode", "step"),
             "inner_adv": ("value", "linear"),
+            "outer_adv": ("value", "task"),
             "iw": ("snis", "truncated", "raw", "none"),
             "score_baseline": ("loo", "ema", "none"),
         }
@@ -1065,6 +1070,17 @@ def _score_term(slps: list[Tensor], cs: list[Tensor], first: int, tw: Tensor) ->
     return score
 
 
+def center_adv_per_task(batch: TrajBatch) -> TrajBatch:
+    """The batch with each task's (agent's) advantages less their mean over its valid steps
+    (``MetaConfig.outer_adv="task"``); padding stays 0."""
+    T, N = batch.num_steps, batch.num_cols
+    a = batch.adv.reshape(T, -1, N)
+    mk = batch.mask.reshape(T, -1, N).to(a.dtype)
+    mu = (a * mk).sum((0, 2)) / mk.sum((0, 2)).clamp_min(1)
+    adv = torch.where(batch.mask, (a - mu.reshape(1, -1, 1)).reshape(batch.adv.shape), torch.zeros_like(batch.adv))
+    return replace(batch, adv=adv)
+
+
 def adv_stats_of(batch: TrajBatch) -> tuple[Tensor, Tensor]:
     """(mean, std) of a batch's advantages over its valid steps (the outer PPO's standardisation)."""
     a = batch.adv[batch.mask]
@@ -1248,6 +1264,9 @@ class MetaLearner:
         """``mids``: the outer-target batches sampled by ``phi^0 .. phi^{M-1}`` (``outer_steps="all"``;
         from ``phi^1`` with ``"post"``)."""
         cfg = self.cfg
+        if cfg.outer_adv == "task":
+            post = center_adv_per_task(post)
+            mids = [center_adv_per_task(b) for b in mids] if mids else mids
         mid_stats = [adv_stats_of(b) for b in mids] if mids else None
         G = post.agent_shape[0] if post.agent_shape else 1
         mask = post.mask
@@ -1308,6 +1327,8 @@ class MetaLearner:
         cfg = self.cfg
         if cfg.score_baseline == "ema":
             raise ValueError("update_pairs supports the 'loo' and 'none' score baselines")
+        if cfg.outer_adv == "task":
+            pairs = [(pre, center_adv_per_task(post), behaviour, score) for pre, post, behaviour, score in pairs]
         stats = []
         for _, post, _, _ in pairs:
             mask = post.mask
