@@ -52,7 +52,7 @@ from torch import Tensor
 from sumo_cli.learn import meta as ML
 from sumo_cli.learn import selfplay as SP
 from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
-from sumo_cli.learn.meta_train import collect_stacked, episode_returns, meta_iteration
+from sumo_cli.learn.meta_train import collect_stacked, episode_returns, finite_mean, meta_iteration
 from sumo_cli.learn.ppo import make_params
 from sumo_cli.learn.rollout import Rollout
 from sumo_cli.learn.sumo_vec import OpponentPolicy, SumoVecEnv
@@ -89,11 +89,6 @@ def t_half_width(x: np.ndarray) -> float:
         return float("nan")
     q = _T975[len(x) - 2] if len(x) - 1 <= len(_T975) else 2.0
     return float(q * x.std(ddof=1) / np.sqrt(len(x)))
-
-
-def _mean(x: np.ndarray) -> float:
-    """Mean of the finite values of ``x``; NaN (without numpy's warning) when there is none."""
-    return float(np.nanmean(x)) if np.isfinite(x).any() else math.nan
 
 
 def heldout_summary(metrics: list[dict]) -> dict | None:
@@ -253,7 +248,7 @@ class MetaSelfPlayLearner:
         ctx.jobs = [dataclasses.replace(job, opponents=[o for p in pairs for o in p], motionless_prob=0.0)]
         ctx.timing["rollout_seconds"] = info.pop("collect_s")
         ctx.timing["update_seconds"] = info.pop("update_s")
-        phases = self.meta_cfg.phases + heldout.pop("phases", 0)
+        phases = self.meta_cfg.phases + ("heldout_gain" in heldout) + ("heldout_specific_gain" in heldout)
         ctx.timing["iteration_env_steps"] = phases * cfg.n_envs * cfg.num_steps
         alphas = info.pop("alpha")
         out = {key: float(v) for key, v in info.items() if isinstance(v, (int, float))}
@@ -268,24 +263,24 @@ class MetaSelfPlayLearner:
         """theta against the versions phi played (``env`` is in its second phase), for one phase, then
         (``phi`` given, two or more tasks) each task's opponent against the phi adapted on the task
         before it, on the same bout starts; neither phase's episodes are training data. Returns mean
-        returns per episode (adapted, unadapted, crossed), the gain over the tasks and its
-        opponent-specific part (mean and 95% half-width each), and ``phases``: how many were played."""
+        returns per episode (adapted, unadapted, crossed), and the gain over the tasks and its
+        opponent-specific part (mean and 95% half-width each)."""
         G = env.num_groups
         seed = SP.derive_seed(self.cfg.seed, k, _HELDOUT_SEED)
         theta_g = {key: v.contiguous() for key, v in ML.expand_params(self.learner.model, theta, (G,)).items()}
         with_phi = episode_returns(adapted, G)
         with_theta = self._play(env, theta_g, stats, seed)
         gain = with_phi - with_theta
-        out = {"heldout_return_adapted": _mean(with_phi),
-               "heldout_return_unadapted": _mean(with_theta),
-               "heldout_gain": _mean(gain), "heldout_gain_ci95": t_half_width(gain), "phases": 1}
+        out = {"heldout_return_adapted": finite_mean(with_phi),
+               "heldout_return_unadapted": finite_mean(with_theta),
+               "heldout_gain": finite_mean(gain), "heldout_gain_ci95": t_half_width(gain)}
         if phi is not None and G >= 2:
             crossed_phi = {key: torch.roll(v, 1, dims=0).contiguous() for key, v in phi.items()}
             with_crossed = self._play(env, crossed_phi, stats, seed)
             specific = with_phi - with_crossed
-            out.update(heldout_return_crossed=_mean(with_crossed),
-                       heldout_specific_gain=_mean(specific),
-                       heldout_specific_gain_ci95=t_half_width(specific), phases=2)
+            out.update(heldout_return_crossed=finite_mean(with_crossed),
+                       heldout_specific_gain=finite_mean(specific),
+                       heldout_specific_gain_ci95=t_half_width(specific))
         return out
 
     def _play(self, env: PairSumoEnv, params: P.Params, stats: dict, seed: int) -> np.ndarray:

@@ -286,9 +286,13 @@ def meta_iteration(
 
 
 def _mean_return(rollout: Rollout, groups: int) -> float:
-    """Mean return of the episodes the rollout finished; NaN (without numpy's warning) when none did."""
-    returns = episode_returns(rollout, groups)
-    return float(np.nanmean(returns)) if np.isfinite(returns).any() else float("nan")
+    """Mean return of the episodes the rollout finished; NaN when none did."""
+    return finite_mean(episode_returns(rollout, groups))
+
+
+def finite_mean(x: np.ndarray) -> float:
+    """Mean of the finite values of ``x``; NaN (without numpy's warning) when there is none."""
+    return float(np.nanmean(x)) if np.isfinite(x).any() else float("nan")
 
 
 def chain_iteration(
