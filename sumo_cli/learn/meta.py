@@ -57,7 +57,9 @@ Design choices (each is a :class:`MetaConfig` field; the defaults are stated the
   the PPO term as in the true gradient (see :func:`meta_loss`). Without it the estimator is biased
   (the PPO surrogate itself is ~0 after advantage standardisation, so a DiCE box on it would not do).
   tests/test_meta_exact.py checks the estimator against exact enumeration; on its bandit the
-  theta-gradient without the term is ~41% too small.
+  theta-gradient without the term is ~41% too small. The term is ``score_term`` (in
+  :meth:`MetaConfig.paper`); the default leaves it out, as MAML's code does: the bias costs less than
+  the term's variance (README: meta-learning benchmarks).
 * Step sizes: ``alpha = exp(log_alpha)`` (always positive), one scalar per step (paper). Because
   theta holds the value function too, the outer value loss (orders of magnitude larger than the
   standardised PPO surrogate) then also drives the shared alpha: on the drifting-goal point this
