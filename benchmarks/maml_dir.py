@@ -284,9 +284,10 @@ def curve(spec, theta, log_alpha, cfg, stats, seed: int, tasks: int = EVAL_TASKS
 
 def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden: int = 64, ft_alphas=(0.1, 1.0),
              eval_tasks: int = EVAL_TASKS, eval_episodes: int = EVAL_EPISODES, body: str = "ant", log=print,
-             baselines: bool = True, normalize_obs: bool = False, **cfg_kw) -> dict:
-    """One training seed: meta-training, PPO on the same env steps (unless not ``baselines``), then every curve.
-    ``cfg_kw``: MetaConfig fields that differ from the default configuration (experiments)."""
+             baselines: bool = True, meta: bool = True, normalize_obs: bool = False, **cfg_kw) -> dict:
+    """One training seed: meta-training (unless not ``meta``), PPO on the same env steps (unless not
+    ``baselines``), then every curve. ``cfg_kw``: MetaConfig fields that differ from the default
+    configuration (experiments)."""
     torch.set_num_threads(1)
     cfg = ML.MetaConfig(**cfg_kw)
     task_cls = TASKS[body]
@@ -305,16 +306,10 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
                 f"alpha {alpha}, outer epochs {info['outer_epochs']} (KL {info['approx_kl']:.4f}, lr {info['lr']:.2g}) "
                 f"({time.perf_counter() - t0:.0f} s)")
 
-    menv = task_cls(tasks, episodes, seed=seed)
-    res = MT.meta_train(menv, spec, cfg, iters, seed, steps_pre=H, steps_post=H, normalize_obs=normalize_obs,
-                        callback=progress)
-    meta_stats = None if res.obs_norm is None else res.obs_norm.stats
-    out["meta_train_s"] = time.perf_counter() - t0
-    out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
     ev = 10_000 + 101 * seed
-    t1 = time.perf_counter()
-    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, meta_stats, ev, eval_tasks, eval_episodes, task_cls=task_cls)
-    out["eval_curve_s"] = time.perf_counter() - t1
+    if meta:
+        _meta_part(out, task_cls, spec, cfg, iters, seed, tasks, episodes, ev, eval_tasks, eval_episodes,
+                   normalize_obs, progress)
     if config_record(cfg_kw, normalize_obs):
         out["config"] = config_record(cfg_kw, normalize_obs)
     if not baselines:
@@ -325,7 +320,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     pres, penv = pretrain_ppo(task_cls, spec, seed, env_steps, tasks, episodes)
     out["ppo_train_s"] = time.perf_counter() - t0
     out["env_steps"] = env_steps
-    out["unstable"] = menv.unstable_count + penv.unstable_count
+    out["unstable"] = out.get("unstable", 0) + penv.unstable_count
     pth = {k: v.detach() for k, v in pres.params.items()}
     model = ML.GaussianModel(spec)
     init = P.init_params(spec, torch.Generator().manual_seed(seed))
@@ -336,6 +331,23 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
     log(_headline(out))
     return out
+
+
+def _meta_part(out, task_cls, spec, cfg, iters, seed, tasks, episodes, ev, eval_tasks, eval_episodes,
+               normalize_obs, progress) -> None:
+    """Meta-training and the meta-learner's adaptation curve, into ``out``."""
+    t0 = time.perf_counter()
+    H = task_cls.horizon
+    menv = task_cls(tasks, episodes, seed=seed)
+    res = MT.meta_train(menv, spec, cfg, iters, seed, steps_pre=H, steps_post=H, normalize_obs=normalize_obs,
+                        callback=progress)
+    meta_stats = None if res.obs_norm is None else res.obs_norm.stats
+    out["meta_train_s"] = time.perf_counter() - t0
+    out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
+    t1 = time.perf_counter()
+    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, meta_stats, ev, eval_tasks, eval_episodes, task_cls=task_cls)
+    out["eval_curve_s"] = time.perf_counter() - t1
+    out["unstable"] = menv.unstable_count
 
 
 def _headline(out: dict) -> str:
@@ -362,8 +374,22 @@ def oracle_seed(seed: int, env_steps: int, body: str = "runner", hidden: int = 6
     return out
 
 
+def merge_by_seed(records: list[dict]) -> list[dict]:
+    """One record per training seed from the parts of separate runs (a ``--meta-only`` and a
+    ``--baselines-only`` run of the same seeds); parts must agree on the setting they were run at."""
+    merged: dict[int, dict] = {}
+    for r in records:
+        m = merged.setdefault(r["seed"], {})
+        for k in ("body", "iters", "tasks", "episodes", "horizon"):
+            if k in m and k in r and m[k] != r[k]:
+                raise SystemExit(f"seed {r['seed']}: results at different settings ({k} {m[k]} and {r[k]})")
+        m.update(r)
+    return list(merged.values())
+
+
 def summarise(results: list[dict]) -> str:
     keys = ["meta"] + sorted(k for k in results[0] if k.startswith(("pretrained_ft_", "random_ft_")))
+    keys = [k for k in keys if all(k in r for r in results)]
     lines = [f"{'':44s}" + "".join(f"{'after ' + str(m) + ' steps':>18s}" for m in range(STEPS + 1))]
     for k in keys:
         m, h = interval(np.array([r[k] for r in results]))
@@ -399,6 +425,9 @@ def main(argv=None) -> None:
     ap.add_argument("--oracle", action="store_true",
                     help="only MAML's oracle: PPO told the task, on the env steps of --iters meta-iterations")
     ap.add_argument("--meta-only", action="store_true", help="skip PPO pre-training and the fine-tuning baselines")
+    ap.add_argument("--baselines-only", action="store_true",
+                    help="skip meta-training: only PPO on the same env steps and the fine-tuning baselines "
+                         "(merge with a --meta-only run of the same seeds through --summarise)")
     add_config_options(ap)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -414,13 +443,14 @@ def main(argv=None) -> None:
         print(f"oracle ({args.body}, {env_steps} env steps per seed): {m[0]:.1f} +- {h[0]:.1f} per episode")
         return
     if args.summarise:
-        results = [r for path in args.summarise for r in json.load(open(path))]
+        results = merge_by_seed([r for path in args.summarise for r in json.load(open(path))])
     else:
         results = []
         for s in range(args.first_seed, args.first_seed + args.seeds):
             results.append(run_seed(s, iters, args.tasks, args.episodes, eval_tasks=args.eval_tasks,
                                     eval_episodes=args.eval_episodes, body=args.body,
-                                    baselines=not args.meta_only, normalize_obs=args.normalize_obs,
+                                    baselines=not args.meta_only, meta=not args.baselines_only,
+                                    normalize_obs=args.normalize_obs,
                                     **config_overrides(args.set)))
             if args.json:
                 with open(args.json, "w") as f:

@@ -130,3 +130,16 @@ def test_config_overrides_parse_as_their_fields_types():
     ML.MetaConfig(**got)
     with pytest.raises(SystemExit, match="no field 'epochs'"):
         config_overrides(["epochs=3"])
+
+
+def test_parts_of_one_seed_merge_and_different_settings_are_refused():
+    from benchmarks.maml_dir import merge_by_seed, summarise
+    meta = [{"seed": s, "body": "runner", "iters": 600, "meta": [-20.0 + s, 100.0, 110.0, 120.0]} for s in (0, 1)]
+    base = [{"seed": s, "body": "runner", "iters": 600, "pretrained_ft_0.1": [0.0, -1.0, -2.0, -3.0]} for s in (1, 0)]
+    merged = merge_by_seed(meta + base)
+    assert [r["seed"] for r in merged] == [0, 1]
+    assert all("meta" in r and "pretrained_ft_0.1" in r for r in merged)
+    table = summarise(merged)
+    assert "pretrained_ft_0.1" in table and "-19.5" in table
+    with pytest.raises(SystemExit, match="iters 600 and 300"):
+        merge_by_seed(meta + [{"seed": 0, "body": "runner", "iters": 300, "pretrained_ft_0.1": [0.0] * 4}])
