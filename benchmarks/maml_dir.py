@@ -308,8 +308,17 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
 
     ev = 10_000 + 101 * seed
     if meta:
-        _meta_part(out, task_cls, spec, cfg, iters, seed, tasks, episodes, ev, eval_tasks, eval_episodes,
-                   normalize_obs, progress)
+        menv = task_cls(tasks, episodes, seed=seed)
+        res = MT.meta_train(menv, spec, cfg, iters, seed, steps_pre=H, steps_post=H, normalize_obs=normalize_obs,
+                            callback=progress)
+        meta_stats = None if res.obs_norm is None else res.obs_norm.stats
+        out["meta_train_s"] = time.perf_counter() - t0
+        out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
+        t1 = time.perf_counter()
+        out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, meta_stats, ev, eval_tasks, eval_episodes,
+                            task_cls=task_cls)
+        out["eval_curve_s"] = time.perf_counter() - t1
+        out["unstable"] = menv.unstable_count
     if config_record(cfg_kw, normalize_obs):
         out["config"] = config_record(cfg_kw, normalize_obs)
     if not baselines:
@@ -331,23 +340,6 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
         out[f"random_ft_{a:g}"] = curve(spec, init, fixed, cfg, None, ev, eval_tasks, eval_episodes, task_cls=task_cls)
     log(_headline(out))
     return out
-
-
-def _meta_part(out, task_cls, spec, cfg, iters, seed, tasks, episodes, ev, eval_tasks, eval_episodes,
-               normalize_obs, progress) -> None:
-    """Meta-training and the meta-learner's adaptation curve, into ``out``."""
-    t0 = time.perf_counter()
-    H = task_cls.horizon
-    menv = task_cls(tasks, episodes, seed=seed)
-    res = MT.meta_train(menv, spec, cfg, iters, seed, steps_pre=H, steps_post=H, normalize_obs=normalize_obs,
-                        callback=progress)
-    meta_stats = None if res.obs_norm is None else res.obs_norm.stats
-    out["meta_train_s"] = time.perf_counter() - t0
-    out["alpha"] = ML.alpha_metrics(torch.exp(res.log_alpha))
-    t1 = time.perf_counter()
-    out["meta"] = curve(spec, res.theta, res.log_alpha, cfg, meta_stats, ev, eval_tasks, eval_episodes, task_cls=task_cls)
-    out["eval_curve_s"] = time.perf_counter() - t1
-    out["unstable"] = menv.unstable_count
 
 
 def _headline(out: dict) -> str:
