@@ -422,6 +422,8 @@ def main(argv=None) -> None:
                          "(merge with a --meta-only run of the same seeds through --summarise)")
     add_config_options(ap)
     args = ap.parse_args(argv)
+    if args.meta_only and args.baselines_only:
+        ap.error("--meta-only and --baselines-only leave nothing to run: give one of them")
     t0 = time.perf_counter()
     iters = args.iters or DEFAULT_ITERS[args.body]
     if args.oracle:
