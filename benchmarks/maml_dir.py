@@ -380,8 +380,8 @@ def merge_by_seed(records: list[dict]) -> list[dict]:
 
 
 def summarise(results: list[dict]) -> str:
-    keys = ["meta"] + sorted(k for k in results[0] if k.startswith(("pretrained_ft_", "random_ft_")))
-    keys = [k for k in keys if all(k in r for r in results)]
+    curves = ["meta"] + sorted(k for k in results[0] if k.startswith(("pretrained_ft_", "random_ft_")))
+    keys = [k for k in curves if all(k in r for r in results)]  # a part run alone has only its own curves
     lines = [f"{'':44s}" + "".join(f"{'after ' + str(m) + ' steps':>18s}" for m in range(STEPS + 1))]
     for k in keys:
         m, h = interval(np.array([r[k] for r in results]))
