@@ -1,0 +1,151 @@
+"""What decides a bout? The same seeded faithful bouts of A against B, with one thing changed at a time.
+
+``python -m benchmarks.bout_probe --a ant-lstm@345 --b zoo-ant-lstm-v3 --settings none,gear=1:0.5,reset=1,hold=4``
+plays ``--bouts`` bouts of A against B per setting, under the faithful physics, rules and standard
+start, with the seeds and action noise of ``sumo eval sumo`` (so ``none`` gives its numbers):
+
+- ``none``: nothing changed;
+- ``gear=GA:GB``: every motor gear of A multiplied by GA and of B by GB (RoboSumo's gear is 150 for
+  every body); the policies act as they were trained: is it won by force?
+- ``reset=K``: B's recurrent state set back to its initial (zero) state every K steps: does B's
+  memory matter, and over how many steps?
+- ``hold=H``: B sees A's torso pose (position and orientation, the 7 numbers of the observation
+  about the opponent's torso) updated only every H steps, held in between: does B follow A's motion
+  (a velocity only memory can give) or only where A is?
+
+Reported per setting: A's won / drawn / lost bouts. A and B come from the database (``--db``): the
+shipped agents, or any other it holds (the zoo's, once imported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+
+import numpy as np
+
+from sumo_cli.compete.bouts import _actor
+from sumo_cli.compete.game import AgentData
+from sumo_cli.compete.schedule import game_seed
+from sumo_cli.learn.sumo_vec import CurriculumSumo
+from sumo_cli.library import load_agent
+from sumo_cli.shipped import register_shipped
+from sumo_cli.sim import sumo_env
+from sumo_cli.sim.bodies import body_spec
+from sumo_cli.store.database import Database
+
+OPPONENT_POSE = slice(-13, -6)  # the opponent torso's x, y, z and quaternion in an observation
+
+
+@contextlib.contextmanager
+def scaled_gears(gear_a: float, gear_b: float):
+    """Every env built inside scales agent A's motor gears by gear_a and agent B's by gear_b."""
+    build = sumo_env.build_model
+
+    def build_scaled(body_a: str, body_b: str, physics: str):
+        model = build(body_a, body_b, physics)
+        n_a = body_spec(body_a).n_actions  # A's motors come first (BatchedSumo asserts it)
+        model.actuator_gear[:n_a, 0] *= gear_a
+        model.actuator_gear[n_a:, 0] *= gear_b
+        return model
+
+    sumo_env.build_model = build_scaled
+    try:
+        yield
+    finally:
+        sumo_env.build_model = build
+
+
+def parse_setting(text: str) -> dict:
+    """``none``, ``gear=GA:GB``, ``reset=K`` or ``hold=H`` as a dict; ValueError with the reason."""
+    kind, _, value = text.strip().partition("=")
+    if kind == "none" and not value:
+        return {"kind": "none"}
+    if kind == "gear":
+        a, _, b = value.partition(":")
+        gears = float(a), float(b or 1.0)
+        if min(gears) <= 0:
+            raise ValueError(f"gear factors must be positive: {text!r}")
+        return {"kind": "gear", "gear_a": gears[0], "gear_b": gears[1]}
+    if kind in ("reset", "hold"):
+        every = int(value)
+        if every < 1:
+            raise ValueError(f"{kind} takes a number of steps of at least 1: {text!r}")
+        return {"kind": kind, "every": every}
+    raise ValueError(f"unknown setting {text!r}; expected none, gear=GA:GB, reset=K or hold=H")
+
+
+def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
+    """``n`` bouts of A against B under ``setting``; A's won / drawn / lost."""
+    gears = (setting["gear_a"], setting["gear_b"]) if setting["kind"] == "gear" else (1.0, 1.0)
+    reset = setting["every"] if setting["kind"] == "reset" else 0
+    hold = setting["every"] if setting["kind"] == "hold" else 1
+    with scaled_gears(*gears):
+        env = CurriculumSumo(a.body, b.body, n, physics="faithful", seed=seed, auto_reset=False, n_threads=1)
+    rng = np.random.default_rng(game_seed(seed, 0xB0))  # the action noise of play_bouts
+    (actor_a, std_a), (actor_b, std_b) = _actor(a), _actor(b)
+    outcomes = np.zeros(n, dtype=int)
+    try:
+        obs_a, obs_b = env.reset(seed=seed)
+        state_a, state_b = actor_a.initial_state(n), actor_b.initial_state(n)
+        seen_pose = obs_b[:, OPPONENT_POSE].copy()
+        t = 0
+        while not env.finished.all():
+            live = ~env.finished
+            if reset and t % reset == 0:
+                state_b = actor_b.initial_state(n)
+            if t % hold == 0:
+                seen_pose = obs_b[:, OPPONENT_POSE].copy()
+            obs_b = obs_b.copy()
+            obs_b[:, OPPONENT_POSE] = seen_pose
+            mean_a, state_a = actor_a.step(actor_a.spec.view(obs_a), state_a)
+            mean_b, state_b = actor_b.step(actor_b.spec.view(obs_b), state_b)
+            act_a = mean_a + std_a * rng.standard_normal(mean_a.shape)
+            act_b = mean_b + std_b * rng.standard_normal(mean_b.shape)
+            res = env.step(act_a.astype(np.float64), act_b.astype(np.float64))
+            t += 1
+            ended = res.done & live
+            outcomes[ended] = res.outcome[ended]
+            obs_a, obs_b = res.obs_a, res.obs_b
+    finally:
+        env.close()
+    return {"won": int((outcomes == 1).sum()), "drawn": int((outcomes == 3).sum()), "lost": int((outcomes == 2).sum())}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--db", default="db/sumo.sqlite", help="SQLAlchemy URL or SQLite path")
+    ap.add_argument("--a", required=True, help="agent A (name or name@version)")
+    ap.add_argument("--b", required=True, help="agent B (name or name@version), the one changed by reset and hold")
+    ap.add_argument("--settings", default="none,gear=2:1,gear=1:0.5,reset=1,hold=4",
+                    help="comma-separated: none, gear=GA:GB, reset=K, hold=H")
+    ap.add_argument("--bouts", type=int, default=24)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = ap.parse_args(argv)
+    try:
+        settings = [parse_setting(s) for s in args.settings.split(",")]
+    except ValueError as e:
+        ap.error(str(e))
+    if args.bouts < 1:
+        ap.error("--bouts must be at least 1")
+
+    db = Database(args.db if "://" in args.db else f"sqlite:///{args.db}")
+    register_shipped(db)
+    a = AgentData.from_loaded(load_agent(db, args.a))
+    b = AgentData.from_loaded(load_agent(db, args.b))
+    if "reset" in {s["kind"] for s in settings} and b.spec["arch"] == "mlp":
+        ap.error(f"reset=K needs a recurrent B; {args.b} is an MLP")
+    rows = [{"setting": text, **play(a, b, s, args.bouts, args.seed)}
+            for text, s in zip(args.settings.split(","), settings)]
+    if args.json:
+        print(json.dumps({"a": args.a, "b": args.b, "bouts": args.bouts, "seed": args.seed, "rows": rows}, indent=2))
+        return
+    print(f"{args.a} against {args.b}: {args.bouts} faithful bouts per setting, seed {args.seed}")
+    for r in rows:
+        print(f"  {r['setting']:>12}: won {r['won']} / drawn {r['drawn']} / lost {r['lost']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""benchmarks/bout_probe.py: seeded bouts with one thing changed, at tiny settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import bout_probe
+from sumo_cli.compete.bouts import play_bouts
+from sumo_cli.compete.game import AgentData
+from sumo_cli.library import load_agent
+from sumo_cli.shipped import register_shipped
+from sumo_cli.sim import sumo_env
+from sumo_cli.sim.bodies import body_spec
+from sumo_cli.store.database import Database
+
+POLICIES = Path(__file__).resolve().parents[1] / "policies"
+
+
+def test_each_agent_gets_its_own_gear_and_the_builder_is_restored():
+    plain = sumo_env.build_model("ant", "bug", "fast").actuator_gear[:, 0].copy()
+    n_ant = body_spec("ant").n_actions
+    with bout_probe.scaled_gears(2.0, 0.5):
+        with sumo_env.BatchedSumo("ant", "bug", 1, physics="fast", n_threads=1) as env:
+            scaled = env.model.actuator_gear[:, 0].copy()
+    np.testing.assert_allclose(scaled[:n_ant], 2.0 * plain[:n_ant])
+    np.testing.assert_allclose(scaled[n_ant:], 0.5 * plain[n_ant:])
+    np.testing.assert_allclose(sumo_env.build_model("ant", "bug", "fast").actuator_gear[:, 0], plain)
+
+
+def test_settings_parse_and_bad_ones_exit_2():
+    assert bout_probe.parse_setting("gear=2") == {"kind": "gear", "gear_a": 2.0, "gear_b": 1.0}
+    assert bout_probe.parse_setting("hold=4") == {"kind": "hold", "every": 4}
+    for bad in ("gear=1:0", "reset=0", "louder=2"):
+        with pytest.raises(SystemExit) as e:
+            bout_probe.main(["--a", "ant-mlp", "--b", "bug-mlp", "--settings", bad])
+        assert e.value.code == 2
+
+
+def test_unchanged_bouts_are_those_of_sumo_eval_and_changes_change_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUMO_POLICIES", str(POLICIES))  # the shipped agents play
+    db = Database(f"sqlite:///{tmp_path / 'sumo.sqlite'}")
+    register_shipped(db)
+    a, b = (AgentData.from_loaded(load_agent(db, name)) for name in ("ant-mlp", "ant-lstm"))
+    n, seed = 12, 3
+    eval_outcomes = [bout.outcome for bout in play_bouts(a, b, n, seed)]
+    same = bout_probe.play(a, b, {"kind": "none"}, n, seed)
+    assert (same["won"], same["drawn"], same["lost"]) == tuple(eval_outcomes.count(o) for o in ("win", "draw", "loss"))
+    # the shipped LSTM uses its memory: forgetting everything at every step, it loses more to the MLP
+    amnesiac = bout_probe.play(a, b, {"kind": "reset", "every": 1}, n, seed)
+    assert sum(amnesiac.values()) == n
+    assert amnesiac["won"] > same["won"], (same, amnesiac)
+
+
+def test_the_report_has_a_row_per_setting(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SUMO_POLICIES", str(POLICIES))
+    bout_probe.main(["--db", str(tmp_path / "sumo.sqlite"), "--a", "ant-mlp", "--b", "bug-mlp",
+                     "--settings", "none,gear=1:0.25,hold=3", "--bouts", "2", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["setting"] for r in doc["rows"]] == ["none", "gear=1:0.25", "hold=3"]
+    assert all(r["won"] + r["drawn"] + r["lost"] == 2 for r in doc["rows"])
