@@ -9,6 +9,9 @@ start, with the seeds and action noise of ``sumo eval sumo`` (so ``none`` gives 
   every body); the policies act as they were trained: is it won by force?
 - ``reset=K``: B's recurrent state set back to its initial (zero) state every K steps: does B's
   memory matter, and over how many steps?
+- ``swap=K``: every K steps B's recurrent state is exchanged for the one B has in the next bout of
+  the batch (a state B really reaches, but from another bout): does what B's memory holds matter,
+  or only that it is a state B knows?
 - ``hold=H``: B sees A's torso pose (position and orientation, the 7 numbers of the observation
   about the opponent's torso) updated only every H steps, held in between: does B follow A's motion
   (a velocity only memory can give) or only where A is?
@@ -58,7 +61,7 @@ def scaled_gears(gear_a: float, gear_b: float):
 
 
 def parse_setting(text: str) -> dict:
-    """``none``, ``gear=GA:GB``, ``reset=K`` or ``hold=H`` as a dict; ValueError with the reason."""
+    """``none``, ``gear=GA:GB``, ``reset=K``, ``swap=K`` or ``hold=H`` as a dict; ValueError with the reason."""
     kind, _, value = text.strip().partition("=")
     if kind == "none" and not value:
         return {"kind": "none"}
@@ -68,24 +71,26 @@ def parse_setting(text: str) -> dict:
         if min(gears) <= 0:
             raise ValueError(f"gear factors must be positive: {text!r}")
         return {"kind": "gear", "gear_a": gears[0], "gear_b": gears[1]}
-    if kind in ("reset", "hold"):
+    if kind in ("reset", "swap", "hold"):
         every = int(value)
         if every < 1:
             raise ValueError(f"{kind} takes a number of steps of at least 1: {text!r}")
         return {"kind": kind, "every": every}
-    raise ValueError(f"unknown setting {text!r}; expected none, gear=GA:GB, reset=K or hold=H")
+    raise ValueError(f"unknown setting {text!r}; expected none, gear=GA:GB, reset=K, swap=K or hold=H")
 
 
 def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
-    """``n`` bouts of A against B under ``setting``; A's won / drawn / lost."""
+    """``n`` bouts of A against B under ``setting``: A's won / drawn / lost, and each bout's length."""
     gears = (setting["gear_a"], setting["gear_b"]) if setting["kind"] == "gear" else (1.0, 1.0)
     reset = setting["every"] if setting["kind"] == "reset" else 0
+    swap = setting["every"] if setting["kind"] == "swap" else 0
     hold = setting["every"] if setting["kind"] == "hold" else 1
     with scaled_gears(*gears):
         env = CurriculumSumo(a.body, b.body, n, physics="faithful", seed=seed, auto_reset=False, n_threads=1)
     rng = np.random.default_rng(game_seed(seed, 0xB0))  # the action noise of play_bouts
     (actor_a, std_a), (actor_b, std_b) = _actor(a), _actor(b)
     outcomes = np.zeros(n, dtype=int)
+    lengths = np.zeros(n, dtype=int)
     try:
         obs_a, obs_b = env.reset(seed=seed)
         state_a, state_b = actor_a.initial_state(n), actor_b.initial_state(n)
@@ -95,6 +100,8 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
             live = ~env.finished
             if reset and t % reset == 0:
                 state_b = actor_b.initial_state(n)
+            if swap and t % swap == 0 and t > 0:
+                state_b = tuple(np.roll(x, -1, axis=0) for x in state_b)
             if t % hold == 0:
                 seen_pose = obs_b[:, OPPONENT_POSE].copy()
             obs_b = obs_b.copy()
@@ -107,10 +114,12 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
             t += 1
             ended = res.done & live
             outcomes[ended] = res.outcome[ended]
+            lengths[ended] = res.length[ended]
             obs_a, obs_b = res.obs_a, res.obs_b
     finally:
         env.close()
-    return {"won": int((outcomes == 1).sum()), "drawn": int((outcomes == 3).sum()), "lost": int((outcomes == 2).sum())}
+    return {"won": int((outcomes == 1).sum()), "drawn": int((outcomes == 3).sum()), "lost": int((outcomes == 2).sum()),
+            "lengths": lengths.tolist()}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -118,8 +127,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--db", default="db/sumo.sqlite", help="SQLAlchemy URL or SQLite path")
     ap.add_argument("--a", required=True, help="agent A (name or name@version)")
     ap.add_argument("--b", required=True, help="agent B (name or name@version), the one changed by reset and hold")
-    ap.add_argument("--settings", default="none,gear=2:1,gear=1:0.5,reset=1,hold=4",
-                    help="comma-separated: none, gear=GA:GB, reset=K, hold=H")
+    ap.add_argument("--settings", default="none,gear=2:1,gear=1:0.5,hold=4",
+                    help="comma-separated: none, gear=GA:GB, reset=K, swap=K, hold=H")
     ap.add_argument("--bouts", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -135,8 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     register_shipped(db)
     a = AgentData.from_loaded(load_agent(db, args.a))
     b = AgentData.from_loaded(load_agent(db, args.b))
-    if "reset" in {s["kind"] for s in settings} and b.spec["arch"] == "mlp":
-        ap.error(f"reset=K needs a recurrent B; {args.b} is an MLP")
+    if {"reset", "swap"} & {s["kind"] for s in settings} and b.spec["arch"] == "mlp":
+        ap.error(f"reset=K and swap=K need a recurrent B; {args.b} is an MLP")
     rows = [{"setting": text, **play(a, b, s, args.bouts, args.seed)}
             for text, s in zip(args.settings.split(","), settings)]
     if args.json:

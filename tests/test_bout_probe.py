@@ -34,7 +34,8 @@ def test_each_agent_gets_its_own_gear_and_the_builder_is_restored():
 def test_settings_parse_and_bad_ones_exit_2():
     assert bout_probe.parse_setting("gear=2") == {"kind": "gear", "gear_a": 2.0, "gear_b": 1.0}
     assert bout_probe.parse_setting("hold=4") == {"kind": "hold", "every": 4}
-    for bad in ("gear=1:0", "reset=0", "louder=2"):
+    assert bout_probe.parse_setting("swap=2") == {"kind": "swap", "every": 2}
+    for bad in ("gear=1:0", "reset=0", "swap=x", "louder=2"):
         with pytest.raises(SystemExit) as e:
             bout_probe.main(["--a", "ant-mlp", "--b", "bug-mlp", "--settings", bad])
         assert e.value.code == 2
@@ -45,14 +46,17 @@ def test_unchanged_bouts_are_those_of_sumo_eval_and_changes_change_them(tmp_path
     db = Database(f"sqlite:///{tmp_path / 'sumo.sqlite'}")
     register_shipped(db)
     a, b = (AgentData.from_loaded(load_agent(db, name)) for name in ("ant-mlp", "ant-lstm"))
-    n, seed = 12, 3
-    eval_outcomes = [bout.outcome for bout in play_bouts(a, b, n, seed)]
+    n, seed = 8, 3
+    bouts = play_bouts(a, b, n, seed)
     same = bout_probe.play(a, b, {"kind": "none"}, n, seed)
-    assert (same["won"], same["drawn"], same["lost"]) == tuple(eval_outcomes.count(o) for o in ("win", "draw", "loss"))
-    # the shipped LSTM uses its memory: forgetting everything at every step, it loses more to the MLP
-    amnesiac = bout_probe.play(a, b, {"kind": "reset", "every": 1}, n, seed)
-    assert sum(amnesiac.values()) == n
-    assert amnesiac["won"] > same["won"], (same, amnesiac)
+    assert (same["won"], same["drawn"], same["lost"]) == tuple(
+        sum(bout.outcome == o for bout in bouts) for o in ("win", "draw", "loss"))
+    assert same["lengths"] == [bout.length for bout in bouts]
+    # the shipped LSTM's memory shapes its play: forgotten or swapped, the bouts go otherwise
+    for change in ("reset", "swap"):
+        other = bout_probe.play(a, b, {"kind": change, "every": 1}, n, seed)
+        assert other["won"] + other["drawn"] + other["lost"] == n
+        assert other["lengths"] != same["lengths"], change
 
 
 def test_the_report_has_a_row_per_setting(tmp_path, monkeypatch, capsys):
