@@ -31,6 +31,7 @@ import numpy as np
 from sumo_cli.compete.bouts import _actor
 from sumo_cli.compete.game import AgentData
 from sumo_cli.compete.schedule import game_seed
+from sumo_cli.errors import UserError
 from sumo_cli.learn.sumo_vec import CurriculumSumo
 from sumo_cli.library import load_agent
 from sumo_cli.shipped import register_shipped
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", default="db/sumo.sqlite", help="SQLAlchemy URL or SQLite path")
     ap.add_argument("--a", required=True, help="agent A (name or name@version)")
-    ap.add_argument("--b", required=True, help="agent B (name or name@version), the one changed by reset and hold")
+    ap.add_argument("--b", required=True, help="agent B (name or name@version), the one that reset, swap and hold change")
     ap.add_argument("--settings", default="none,gear=2:1,gear=1:0.5,hold=4",
                     help="comma-separated: none, gear=GA:GB, reset=K, swap=K, hold=H")
     ap.add_argument("--bouts", type=int, default=24)
@@ -142,8 +143,10 @@ def main(argv: list[str] | None = None) -> None:
 
     db = Database(args.db if "://" in args.db else f"sqlite:///{args.db}")
     register_shipped(db)
-    a = AgentData.from_loaded(load_agent(db, args.a))
-    b = AgentData.from_loaded(load_agent(db, args.b))
+    try:
+        a, b = (AgentData.from_loaded(load_agent(db, name)) for name in (args.a, args.b))
+    except UserError as e:
+        ap.error(str(e))
     if {"reset", "swap"} & {s["kind"] for s in settings} and b.spec["arch"] == "mlp":
         ap.error(f"reset=K and swap=K need a recurrent B; {args.b} is an MLP")
     rows = [{"setting": text, **play(a, b, s, args.bouts, args.seed)}

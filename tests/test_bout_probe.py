@@ -41,6 +41,13 @@ def test_settings_parse_and_bad_ones_exit_2():
         assert e.value.code == 2
 
 
+def test_an_unknown_agent_exits_2(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUMO_POLICIES", str(POLICIES))
+    with pytest.raises(SystemExit) as e:
+        bout_probe.main(["--db", str(tmp_path / "sumo.sqlite"), "--a", "ant-mlp", "--b", "no-such-agent"])
+    assert e.value.code == 2
+
+
 def test_unchanged_bouts_are_those_of_sumo_eval_and_changes_change_them(tmp_path, monkeypatch):
     monkeypatch.setenv("SUMO_POLICIES", str(POLICIES))  # the shipped agents play
     db = Database(f"sqlite:///{tmp_path / 'sumo.sqlite'}")
