@@ -95,7 +95,6 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
     try:
         obs_a, obs_b = env.reset(seed=seed)
         state_a, state_b = actor_a.initial_state(n), actor_b.initial_state(n)
-        seen_pose = obs_b[:, OPPONENT_POSE].copy()
         t = 0
         while not env.finished.all():
             live = ~env.finished
@@ -103,10 +102,11 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
                 state_b = actor_b.initial_state(n)
             if swap and t % swap == 0 and t > 0:
                 state_b = tuple(np.roll(x, -1, axis=0) for x in state_b)
-            if t % hold == 0:
-                seen_pose = obs_b[:, OPPONENT_POSE].copy()
-            obs_b = obs_b.copy()
-            obs_b[:, OPPONENT_POSE] = seen_pose
+            if hold > 1:  # B's view of A's pose is refreshed every hold steps (t = 0 included)
+                if t % hold == 0:
+                    seen_pose = obs_b[:, OPPONENT_POSE].copy()
+                obs_b = obs_b.copy()
+                obs_b[:, OPPONENT_POSE] = seen_pose
             mean_a, state_a = actor_a.step(actor_a.spec.view(obs_a), state_a)
             mean_b, state_b = actor_b.step(actor_b.spec.view(obs_b), state_b)
             act_a = mean_a + std_a * rng.standard_normal(mean_a.shape)
