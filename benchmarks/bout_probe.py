@@ -12,6 +12,9 @@ start, with the seeds and action noise of ``sumo eval sumo`` (so ``none`` gives 
 - ``swap=K``: every K steps B's recurrent state is exchanged for the one B has in the next bout of
   the batch (a state B really reaches, but from another bout): does what B's memory holds matter,
   or only that it is a state B knows?
+- ``window=K``: B's memory is only ever its last K steps: every step B's state is recomputed from its
+  initial state over its previous K - 1 observations (``window=1`` is ``reset=1``): is what B remembers
+  a few steps of its recent past (which a stack of recent frames could also give), or longer?
 - ``hold=H``: B sees A's torso pose (position and orientation, the 7 numbers of the observation
   about the opponent's torso) updated only every H steps, held in between: does B follow A's motion
   (a velocity only memory can give) or only where A is?
@@ -62,7 +65,7 @@ def scaled_gears(gear_a: float, gear_b: float):
 
 
 def parse_setting(text: str) -> dict:
-    """``none``, ``gear=GA:GB``, ``reset=K``, ``swap=K`` or ``hold=H`` as a dict; ValueError with the reason."""
+    """``none``, ``gear=GA:GB``, ``reset=K``, ``swap=K``, ``window=K`` or ``hold=H`` as a dict; ValueError with the reason."""
     kind, _, value = text.strip().partition("=")
     if kind == "none" and not value:
         return {"kind": "none"}
@@ -72,12 +75,12 @@ def parse_setting(text: str) -> dict:
         if min(gears) <= 0:
             raise ValueError(f"gear factors must be positive: {text!r}")
         return {"kind": "gear", "gear_a": gears[0], "gear_b": gears[1]}
-    if kind in ("reset", "swap", "hold"):
+    if kind in ("reset", "swap", "window", "hold"):
         every = int(value)
         if every < 1:
             raise ValueError(f"{kind} takes a number of steps of at least 1: {text!r}")
         return {"kind": kind, "every": every}
-    raise ValueError(f"unknown setting {text!r}; expected none, gear=GA:GB, reset=K, swap=K or hold=H")
+    raise ValueError(f"unknown setting {text!r}; expected none, gear=GA:GB, reset=K, swap=K, window=K or hold=H")
 
 
 def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
@@ -86,6 +89,7 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
     reset = setting["every"] if setting["kind"] == "reset" else 0
     swap = setting["every"] if setting["kind"] == "swap" else 0
     hold = setting["every"] if setting["kind"] == "hold" else 1
+    window = setting["every"] if setting["kind"] == "window" else 0
     with scaled_gears(*gears):
         env = CurriculumSumo(a.body, b.body, n, physics="faithful", seed=seed, auto_reset=False, n_threads=1)
     rng = np.random.default_rng(game_seed(seed, 0xB0))  # the action noise of play_bouts
@@ -95,6 +99,7 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
     try:
         obs_a, obs_b = env.reset(seed=seed)
         state_a, state_b = actor_a.initial_state(n), actor_b.initial_state(n)
+        recent_b: list[np.ndarray] = []  # B's last window - 1 net inputs, oldest first
         t = 0
         while not env.finished.all():
             live = ~env.finished
@@ -108,6 +113,11 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
                 obs_b = obs_b.copy()
                 obs_b[:, OPPONENT_POSE] = seen_pose
             mean_a, state_a = actor_a.step(actor_a.spec.view(obs_a), state_a)
+            if window:
+                state_b = actor_b.initial_state(n)
+                for past in recent_b:
+                    _, state_b = actor_b.step(past, state_b)
+                recent_b = (recent_b + [actor_b.spec.view(obs_b)])[-(window - 1):] if window > 1 else []
             mean_b, state_b = actor_b.step(actor_b.spec.view(obs_b), state_b)
             act_a = mean_a + std_a * rng.standard_normal(mean_a.shape)
             act_b = mean_b + std_b * rng.standard_normal(mean_b.shape)
@@ -129,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--a", required=True, help="agent A (name or name@version)")
     ap.add_argument("--b", required=True, help="agent B (name or name@version), the one that reset, swap and hold change")
     ap.add_argument("--settings", default="none,gear=2:1,gear=1:0.5,hold=4",
-                    help="comma-separated: none, gear=GA:GB, reset=K, swap=K, hold=H")
+                    help="comma-separated: none, gear=GA:GB, reset=K, swap=K, window=K, hold=H")
     ap.add_argument("--bouts", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -147,8 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         a, b = (AgentData.from_loaded(load_agent(db, name)) for name in (args.a, args.b))
     except UserError as e:
         ap.error(str(e))
-    if {"reset", "swap"} & {s["kind"] for s in settings} and b.spec["arch"] == "mlp":
-        ap.error(f"reset=K and swap=K need a recurrent B; {args.b} is an MLP")
+    if {"reset", "swap", "window"} & {s["kind"] for s in settings} and b.spec["arch"] == "mlp":
+        ap.error(f"reset=K, swap=K and window=K need a recurrent B; {args.b} is an MLP")
     rows = [{"setting": text, **play(a, b, s, args.bouts, args.seed)}
             for text, s in zip(args.settings.split(","), settings)]
     if args.json:

@@ -35,7 +35,8 @@ def test_settings_parse_and_bad_ones_exit_2():
     assert bout_probe.parse_setting("gear=2") == {"kind": "gear", "gear_a": 2.0, "gear_b": 1.0}
     assert bout_probe.parse_setting("hold=4") == {"kind": "hold", "every": 4}
     assert bout_probe.parse_setting("swap=2") == {"kind": "swap", "every": 2}
-    for bad in ("gear=1:0", "reset=0", "swap=x", "louder=2"):
+    assert bout_probe.parse_setting("window=3") == {"kind": "window", "every": 3}
+    for bad in ("gear=1:0", "reset=0", "swap=x", "window=0", "louder=2"):
         with pytest.raises(SystemExit) as e:
             bout_probe.main(["--a", "ant-mlp", "--b", "bug-mlp", "--settings", bad])
         assert e.value.code == 2
@@ -64,6 +65,20 @@ def test_unchanged_bouts_are_those_of_sumo_eval_and_changes_change_them(tmp_path
         other = bout_probe.play(a, b, {"kind": change, "every": 1}, n, seed)
         assert other["won"] + other["drawn"] + other["lost"] == n
         assert other["lengths"] != same["lengths"], change
+
+
+def test_a_window_of_one_step_is_a_reset_and_one_longer_than_the_bouts_changes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUMO_POLICIES", str(POLICIES))
+    db = Database(f"sqlite:///{tmp_path / 'sumo.sqlite'}")
+    register_shipped(db)
+    a, b = (AgentData.from_loaded(load_agent(db, name)) for name in ("ant-mlp", "ant-lstm"))
+    n, seed = 6, 5
+    same = bout_probe.play(a, b, {"kind": "none"}, n, seed)
+    longest = bout_probe.play(a, b, {"kind": "window", "every": max(same["lengths"]) + 1}, n, seed)
+    assert longest == same
+    assert bout_probe.play(a, b, {"kind": "window", "every": 1}, n, seed) == \
+        bout_probe.play(a, b, {"kind": "reset", "every": 1}, n, seed)
+    assert bout_probe.play(a, b, {"kind": "window", "every": 3}, n, seed)["lengths"] != same["lengths"]
 
 
 def test_the_report_has_a_row_per_setting(tmp_path, monkeypatch, capsys):
