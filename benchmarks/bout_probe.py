@@ -99,6 +99,7 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
     try:
         obs_a, obs_b = env.reset(seed=seed)
         state_a, state_b = actor_a.initial_state(n), actor_b.initial_state(n)
+        view_a, view_b = actor_a.spec.viewer(n), actor_b.spec.viewer(n)
         recent_b: list[np.ndarray] = []  # B's last window - 1 net inputs, oldest first
         t = 0
         while not env.finished.all():
@@ -112,13 +113,14 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
                     seen_pose = obs_b[:, OPPONENT_POSE].copy()
                 obs_b = obs_b.copy()
                 obs_b[:, OPPONENT_POSE] = seen_pose
-            mean_a, state_a = actor_a.step(actor_a.spec.view(obs_a), state_a)
+            mean_a, state_a = actor_a.step(view_a.view(obs_a), state_a)
+            seen_b = view_b.view(obs_b)
             if window:
                 state_b = actor_b.initial_state(n)
                 for past in recent_b:
                     _, state_b = actor_b.step(past, state_b)
-                recent_b = (recent_b + [actor_b.spec.view(obs_b)])[-(window - 1):] if window > 1 else []
-            mean_b, state_b = actor_b.step(actor_b.spec.view(obs_b), state_b)
+                recent_b = (recent_b + [seen_b])[-(window - 1):] if window > 1 else []
+            mean_b, state_b = actor_b.step(seen_b, state_b)
             act_a = mean_a + std_a * rng.standard_normal(mean_a.shape)
             act_b = mean_b + std_b * rng.standard_normal(mean_b.shape)
             res = env.step(act_a.astype(np.float64), act_b.astype(np.float64))

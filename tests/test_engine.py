@@ -12,6 +12,7 @@ from sumo_cli.bench.game_bench import random_agent
 from sumo_cli.compete import game as G
 from sumo_cli.compete.engine import Fixture, play_games
 from sumo_cli.compete.game import GameSettings, play_game
+from sumo_cli.nets import features as F
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 from sumo_cli.nets.numpy_actor import NumpyActor
@@ -50,16 +51,23 @@ def _fixtures(rounds: int = 3, episodes: int = 2) -> list[Fixture]:
     spec = P.PolicySpec("mlp", ant_mlp.spec["obs_dim"], ant_mlp.spec["act_dim"])
     ant_mlp.spec = spec.to_dict()
     ant_mlp.params = {k: v.numpy() for k, v in P.init_params(spec, torch.Generator().manual_seed(3)).items()}
-    # a policy that appends features to its observation (PolicySpec.view), adapting by tracking
+    # a policy that appends features to its observation (nets.features), adapting by tracking
     ego_spec = P.PolicySpec("mlp", spec.obs_dim + 13, spec.act_dim, features="ego")
     stats = nz.new_stats(ego_spec.obs_dim)
     ant_ego = replace(ant_mlp, name="bench-ant-ego", strategy="track", spec=ego_spec.to_dict(),
                       params={k: v.numpy() for k, v in P.init_params(ego_spec, torch.Generator().manual_seed(4)).items()},
                       obs_stats={"sum": stats["sum"].numpy(), "sumsq": stats["sumsq"].numpy() + 1.0,
                                  "count": stats["count"].numpy() + 1.0})
+    # and an LSTM whose features have a past (a viewer per side, restarted every round), tracking
+    past_spec = P.PolicySpec("lstm", F.policy_dim("ego-past", spec.obs_dim), spec.act_dim, features="ego-past")
+    past_stats = nz.new_stats(past_spec.obs_dim)
+    ant_past = replace(ant_mlp, name="bench-ant-past", strategy="track", spec=past_spec.to_dict(),
+                       params={k: v.numpy() for k, v in P.init_params(past_spec, torch.Generator().manual_seed(5)).items()},
+                       obs_stats={"sum": past_stats["sum"].numpy(), "sumsq": past_stats["sumsq"].numpy() + 1.0,
+                                  "count": past_stats["count"].numpy() + 1.0})
     pairs = [(ant["track"], bug["none"]), (ant["meta"], ant["none"]), (ant["rl2"], bug["meta"]),
              (bug["track"], ant["rl2"]), (ant["none"], ant["none"]), (ant_mlp, bug["track"]),
-             (ant_ego, ant["none"]), (ant["track"], ant["meta"])]
+             (ant_ego, ant["none"]), (ant_past, bug["meta"]), (ant["track"], ant["meta"])]
     return [Fixture(i, a, b, settings, 100 + i) for i, (a, b) in enumerate(pairs)]
 
 
@@ -69,8 +77,8 @@ def _record_experiences(monkeypatch) -> dict:
     seen: dict = {}
     original = G._Side.experience
 
-    def spy(self, lengths, terminated, final_obs):
-        exp = original(self, lengths, terminated, final_obs)
+    def spy(self, lengths, terminated):
+        exp = original(self, lengths, terminated)
         seen.setdefault(self.gen.initial_seed(), []).append(exp)
         return exp
 

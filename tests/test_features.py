@@ -63,6 +63,35 @@ def test_augment_keeps_the_original_numbers_first_and_batches():
         F.augment("egocentric", obs)
 
 
+def test_past_features_are_the_last_two_changes_and_restart_with_each_bout():
+    rng = np.random.default_rng(2)
+    o = rng.normal(size=(4, 3, 120))  # 4 steps of 3 streams
+    v = F.Viewer(F.EGO_PAST, 3)
+    assert F.policy_dim(F.EGO_PAST, 120) == 120 + 13 + 240 and F.env_dim(F.EGO_PAST, 373) == 120
+    first = v.view(o[0])
+    assert first.shape == (3, 373)
+    np.testing.assert_array_equal(first[:, :133], F.augment(F.EGO, o[0]))
+    assert not first[:, 133:].any()  # a bout's first step: the past is the present
+    second = v.view(o[1])
+    np.testing.assert_allclose(second[:, 133:253], o[1] - o[0])
+    assert not second[:, 253:].any()
+    # looking (record=False) leaves the streams as they were
+    np.testing.assert_allclose(v.view(o[3], record=False)[:, 133:253], o[3] - o[1])
+    third = v.view(o[2])
+    np.testing.assert_allclose(third[:, 133:253], o[2] - o[1])
+    np.testing.assert_allclose(third[:, 253:], o[1] - o[0])
+    # stream 1's bout starts anew; streams 0 and 2 go on; rows view a subset of streams
+    v.restart([1])
+    fourth = v.view(o[3][[0, 1]], rows=[0, 1])
+    np.testing.assert_allclose(fourth[0, 133:253], o[3, 0] - o[2, 0])
+    assert not fourth[1, 133:].any()
+    np.testing.assert_allclose(v.view(o[3][[2]], rows=[2])[0, 253:], o[2, 2] - o[1, 2])
+    with pytest.raises(ValueError, match="Viewer"):
+        F.augment(F.EGO_PAST, o[0])
+    with pytest.raises(ValueError, match="no observation"):
+        F.env_dim(F.EGO_PAST, 374)
+
+
 def test_policy_spec_round_trips_features_and_old_dicts_mean_none():
     spec = P.PolicySpec("mlp", 133, 8, features="ego")
     assert spec.env_obs_dim == 120
@@ -74,8 +103,9 @@ def test_policy_spec_round_trips_features_and_old_dicts_mean_none():
         P.PolicySpec("mlp", 10, 8, features="ego")
 
 
-def test_ego_policy_trains_and_plays_against_a_plain_one():
-    """Two ego iterations train through the rollout path (self-play, so the snapshots it plays are
+@pytest.mark.parametrize("features", [F.EGO, F.EGO_PAST])
+def test_ego_policy_trains_and_plays_against_a_plain_one(features):
+    """Two ego (or ego-past) iterations train through the rollout path (self-play, so the snapshots it plays are
     ego opponents), and a bout between the ego policy and a plain one goes through the compete
     path with each seeing its own view."""
     from sumo_cli.compete.bouts import play_bouts
@@ -83,10 +113,11 @@ def test_ego_policy_trains_and_plays_against_a_plain_one():
     from sumo_cli.learn import selfplay as SP
     from sumo_cli.runtime.executor import make_executor
 
-    cfg = SP.TrainConfig(body="ant", arch="mlp", features="ego", physics="fast", n_envs=4, num_steps=32,
+    cfg = SP.TrainConfig(body="ant", arch="mlp", features=features, physics="fast", n_envs=4, num_steps=32,
                          iterations=2, seed=3)
     spec = SP.policy_spec(cfg)
-    assert spec.features == "ego" and spec.obs_dim == 133
+    dim = F.policy_dim(features, 120)
+    assert spec.features == features and spec.obs_dim == dim
     learner = SP.PPOLearner(spec, cfg)
     store = SP.MemoryStore("ant")
     store.start(learner)
@@ -96,7 +127,7 @@ def test_ego_policy_trains_and_plays_against_a_plain_one():
     finally:
         executor.close()
     snap = store.snapshots[2]
-    assert snap.spec["features"] == "ego" and tuple(snap.obs_stats["sum"].shape) == (133,)
+    assert snap.spec["features"] == features and tuple(snap.obs_stats["sum"].shape) == (dim,)
     assert snap.obs_stats["count"] > 0
 
     def agent(s, name):  # noqa: ANN001

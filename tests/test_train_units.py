@@ -226,7 +226,7 @@ def test_opponent_actions_are_the_nets_plus_one_batched_sample_per_architecture(
 
     b = body_spec("bug")
     opps = [policy_opponent("bug", "rl2", 1), policy_opponent("bug", "lstm", 2), policy_opponent("bug", "mlp", 3)]
-    ego = P.PolicySpec("lstm", b.obs_size + F.extra_dims("ego"), b.n_actions, features="ego")
+    ego = P.PolicySpec("lstm", F.policy_dim("ego", b.obs_size), b.n_actions, features="ego")
     params = P.init_params(ego, torch.Generator().manual_seed(4))
     stats = nz.update(nz.new_stats(ego.obs_dim), torch.randn(50, ego.obs_dim, generator=torch.Generator().manual_seed(5),
                                                              dtype=torch.float64))
@@ -254,7 +254,7 @@ def test_opponent_actions_are_the_nets_plus_one_batched_sample_per_architecture(
             if k < 0:
                 continue
             o, spec = opps[k], specs[k]
-            x = nz.normalize(nz.to_torch(o.obs_stats), torch.as_tensor(spec.view(obs_b[c:c + 1]), dtype=torch.float32))
+            x = nz.normalize(nz.to_torch(o.obs_stats), torch.as_tensor(F.augment(spec.features, obs_b[c:c + 1]), dtype=torch.float32))
             if spec.arch == "rl2":
                 x = P.rl2_input(x, torch.as_tensor(prev_r[c:c + 1]), torch.as_tensor(prev_d[c:c + 1]))
             means[c], _, states[c] = P.forward(spec, {n: torch.as_tensor(v) for n, v in o.params.items()}, x, states[c])

@@ -48,7 +48,7 @@ def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -
         return
     choices = {"--body": (body, ("ant", "bug", "spider")), "--arch": (arch, ("mlp", "lstm")),
                "--strategy": (strategy, ("none", "track", "rl2", "meta")), "--recipe": (recipe, tuple(RECIPES)),
-               "--features": (features, ("none", "ego"))}
+               "--features": (features, ("none", "ego", "ego-past"))}
     for option, (value, allowed) in choices.items():
         if value is not None and value.strip().lower() not in allowed:
             raise UserError(f"unknown {option[2:]} {value!r}; choose one of {', '.join(allowed)}")
@@ -84,7 +84,7 @@ def train(
     body: Optional[str] = typer.Option(None, "--body", rich_help_panel="Recipe and agent", help="ant, bug or spider (required for a new sumo run)."),
     arch: Optional[str] = typer.Option(None, "--arch", rich_help_panel="Recipe and agent", help="mlp or lstm (default lstm)."),
     features: Optional[str] = typer.Option(None, "--features", rich_help_panel="Recipe and agent", help="Observation features the policy adds to the original "
-                                           "observation: none (paper), or ego (fight: the bout's geometry in the agent's heading frame)."),
+                                           "observation: none (paper), ego (fight: the bout's geometry in the agent's heading frame), or ego-past (ego and the observation's last two changes)."),
     strategy: Optional[str] = typer.Option(None, "--strategy", rich_help_panel="Recipe and agent", help="none, track, rl2 or meta (default none)."),
     name: Optional[str] = typer.Option(None, "--name", rich_help_panel="Recipe and agent", help="Agent name (default: the canonical one, e.g. ant-lstm)."),
     opponents: Optional[str] = typer.Option(None, "--opponents", rich_help_panel="Recipe and agent", help="Comma-separated opponent pool, e.g. ant-lstm,bug-lstm (name@v pins a version); "

@@ -66,16 +66,18 @@ def play_bouts(learner: AgentData, opponent: str | AgentData, n: int, seed: int,
         obs_a, obs_b = env.reset(seed=seed)
         state_a = actor_a.initial_state(n)
         state_b = actor_b.initial_state(n) if actor_b else None
+        view_a = actor_a.spec.viewer(n)
+        view_b = actor_b.spec.viewer(n) if actor_b else None
         min_dist = torso_distance(obs_a)
         close = np.full(n, -1)
         result = [None] * n
         t = 0
         while not env.finished.all():
             live = ~env.finished
-            mean_a, state_a = actor_a.step(actor_a.spec.view(obs_a), state_a)
+            mean_a, state_a = actor_a.step(view_a.view(obs_a), state_a)
             act_a = mean_a + std_a * rng.standard_normal(mean_a.shape)
             if actor_b is not None:
-                mean_b, state_b = actor_b.step(actor_b.spec.view(obs_b), state_b)
+                mean_b, state_b = actor_b.step(view_b.view(obs_b), state_b)
                 act_b = mean_b + std_b * rng.standard_normal(mean_b.shape)
             elif opponent == RANDOM:
                 act_b = rng.uniform(-1.0, 1.0, (n, env.spec_b.n_actions))

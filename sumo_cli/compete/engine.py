@@ -36,6 +36,7 @@ from sumo_cli.compete.game import (
 )
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.learn import strategies as S
+from sumo_cli.nets import features as F
 from sumo_cli.nets.stacked_actor import StackedActor
 from sumo_cli.runtime import progress
 
@@ -96,8 +97,6 @@ class _Game:
     lengths: np.ndarray | None = None
     outcome: np.ndarray | None = None
     reason: np.ndarray | None = None
-    final_a: np.ndarray | None = None
-    final_b: np.ndarray | None = None
 
     @property
     def rows(self) -> slice:
@@ -143,11 +142,16 @@ class _Policies:
             for side, obs in ((g.side_a, g.table.obs_a), (g.side_b, g.table.obs_b)):
                 spec = side.p.spec
                 # features are computed row by row: once over the table's rows, sliced per game
-                # (tests/test_engine.py: each game equals the same game played alone)
-                key = (id(obs), spec.features)
-                if key not in views:
-                    views[key] = spec.view(obs)
-                groups.setdefault(spec, []).append((g, side, views[key][rows]))
+                # (tests/test_engine.py: each game equals the same game played alone); features with
+                # a past, per side, from its own bouts' observations
+                if F.stateful(spec.features):
+                    seen = side.viewer.view(obs[rows])
+                else:
+                    key = (id(obs), spec.features)
+                    if key not in views:
+                        views[key] = F.augment(spec.features, obs)
+                    seen = views[key][rows]
+                groups.setdefault(spec, []).append((g, side, seen))
         for spec, entries in groups.items():
             ids = tuple(id(side.actor) for _, side, _ in entries)
             cached = self._cache.get(spec)
@@ -192,8 +196,8 @@ def _step_tables(games: list[_Game]) -> None:
                 g.lengths[ended] = res.length[rows][ended]
                 g.outcome[ended] = res.outcome[rows][ended]
                 g.reason[ended] = res.reason[rows][ended]
-                g.final_a[ended] = res.final_obs_a[rows][ended]
-                g.final_b[ended] = res.final_obs_b[rows][ended]
+                g.side_a.bouts_ended(res.final_obs_a[rows], ended)
+                g.side_b.bouts_ended(res.final_obs_b[rows], ended)
             g.t += 1
             if env.finished[rows].all():
                 g.running = False
@@ -239,8 +243,6 @@ def play_games(fixtures: list[Fixture], concurrency: int = CONCURRENCY,
                 _begin_round(g)
             for table in tables.values():
                 table.obs_a, table.obs_b = table.env.observe()
-            for g in live:
-                g.final_a, g.final_b = g.table.obs_a[g.rows].copy(), g.table.obs_b[g.rows].copy()
             playing = live
             while playing:
                 t0 = time.perf_counter()
@@ -261,10 +263,10 @@ def play_games(fixtures: list[Fixture], concurrency: int = CONCURRENCY,
                     done.append(g)
                     continue
                 terminated = (g.reason == 1) | (g.reason == 2)
-                for side, final in ((g.side_a, g.final_a), (g.side_b, g.final_b)):
+                for side in (g.side_a, g.side_b):
                     if side.p.strategy in S.ADAPTING:
                         players.append(side.p)
-                        exps.append(side.experience(g.lengths, terminated, final))
+                        exps.append(side.experience(g.lengths, terminated))
                 adapting.append(g)
             S.adapt(players, exps)
             if adapting:

@@ -157,6 +157,8 @@ class _Side:
 
     def start_round(self) -> None:
         spec = self.p.spec
+        self.viewer = spec.viewer(self.E)  # every bout of the round starts now
+        self.final_seen = np.zeros((self.E, spec.obs_dim), dtype=np.float32)  # each bout's last view
         # Parameters change between rounds (adaptation): the actor is rebuilt from the current ones.
         self.actor = NumpyActor(spec, self.p.params, self.norm_mean, self.norm_std)
         if self.p.carries_state and self.state is not None:
@@ -173,12 +175,12 @@ class _Side:
         self.scaled_noise = (noise * torch.exp(self.p.params["logstd"].detach())).numpy()
 
     def act(self, t: int, obs: np.ndarray) -> np.ndarray:
-        obs = self.p.spec.view(obs)
+        obs = self.viewer.view(obs)
         mean, state = self.actor.step(obs, self.state, self.prev_reward, self.prev_done)
         return self.commit(t, obs, mean, state)
 
     def commit(self, t: int, obs: np.ndarray, mean: np.ndarray, state) -> np.ndarray:  # noqa: ANN001
-        """Record step ``t``'s input (``spec.view`` of the raw observation) and the policy's mean
+        """Record step ``t``'s input (the viewer's view of the raw observation) and the policy's mean
         and new state, however they were computed (alone or stacked with other games), and return
         the action."""
         self.prev_r[t], self.prev_d[t] = self.prev_reward, self.prev_done
@@ -187,6 +189,11 @@ class _Side:
         self.obs[t], self.means[t], self.actions[t] = obs, mean, action
         return action.astype(np.float64)
 
+    def bouts_ended(self, final_obs: np.ndarray, ended: np.ndarray) -> None:
+        """Keep the view of the last observation of the bouts ``ended`` (a mask), for the values that
+        bootstrap a time-out."""
+        self.final_seen[ended] = self.viewer.view(final_obs, record=False)[ended]
+
     def record(self, t: int, reward: np.ndarray, active: np.ndarray) -> None:
         r = np.where(active, reward, 0.0).astype(np.float32)
         self.rew[t] = r
@@ -194,7 +201,7 @@ class _Side:
         self.prev_done = np.zeros(self.E, dtype=np.float32)
 
     @torch.no_grad()
-    def experience(self, lengths: np.ndarray, terminated: np.ndarray, final_obs: np.ndarray) -> S.Experience:
+    def experience(self, lengths: np.ndarray, terminated: np.ndarray) -> S.Experience:
         L = int(lengths.max())
         E = self.E
         spec, params = self.p.spec, self.p.params
@@ -206,7 +213,7 @@ class _Side:
             obs=obs_l, actions=actions, logp=logp * mask, values=torch.zeros(L, E), rewards=rew,
             prev_rewards=prev_r_l, prev_dones=prev_d_l, lengths=torch.from_numpy(lengths.astype(np.int64)),
             terminated=torch.from_numpy(terminated), final_values=torch.zeros(E), state0=self.state0,
-            final_obs=torch.from_numpy(spec.view(final_obs)).float(),
+            final_obs=torch.from_numpy(self.final_seen.copy()),
         )
         if S.game_computes_values(self.p):
             _, v, _ = P.forward_sequence(spec, params, self._input(*exp.with_final_step()), self.state0)
@@ -289,7 +296,6 @@ def play_game(
             lengths = np.zeros(E, dtype=np.int64)
             outcome = np.zeros(E, dtype=np.int8)
             reason = np.zeros(E, dtype=np.int8)
-            final_a, final_b = obs_a.copy(), obs_b.copy()
             t = 0
             while not env.finished.all():
                 active = ~env.finished
@@ -310,7 +316,8 @@ def play_game(
                     lengths[ended] = res.length[ended]
                     outcome[ended] = res.outcome[ended]
                     reason[ended] = res.reason[ended]
-                    final_a[ended], final_b[ended] = res.final_obs_a[ended], res.final_obs_b[ended]
+                    side_a.bouts_ended(res.final_obs_a, ended)
+                    side_b.bouts_ended(res.final_obs_b, ended)
                 obs_a, obs_b = res.obs_a, res.obs_b
                 t += 1
             terminated = (reason == 1) | (reason == 2)  # ring-out or fall; a time-out (or unstable) draw is a truncation
@@ -320,8 +327,8 @@ def play_game(
                 on_round(rr)
             if r == last:
                 break
-            exp_a = side_a.experience(lengths, terminated, final_a) if pa.strategy in S.ADAPTING else None
-            exp_b = side_b.experience(lengths, terminated, final_b) if pb.strategy in S.ADAPTING else None
+            exp_a = side_a.experience(lengths, terminated) if pa.strategy in S.ADAPTING else None
+            exp_b = side_b.experience(lengths, terminated) if pb.strategy in S.ADAPTING else None
             t3 = time.perf_counter()
             S.adapt([pa], [exp_a])
             t4 = time.perf_counter()

@@ -88,7 +88,8 @@ class TrainConfig(StoredConfig):
     recipe: str = ""  # the named preset (learn.recipes) this run started from; provenance only
     body: str = "ant"
     arch: str = "lstm"  # mlp | lstm (RL^2 is the strategy rl2 on an lstm)
-    features: str = "none"  # extra observation numbers the policy computes (nets.features): none | ego
+    features: str = "none"  # extra observation numbers the policy computes (nets.features): none | ego |
+    # ego-past
     strategy: str = "none"  # none | track | rl2 (| meta, through register_learner)
     opponents: list[str] = field(default_factory=lambda: [SELF])  # "self" = own snapshots;
     # agent names (optionally name@version to pin a version)
@@ -589,7 +590,7 @@ def learner_factory(strategy: str) -> LearnerFactory | None:
 
 def policy_spec(cfg: TrainConfig) -> P.PolicySpec:
     b = body_spec(cfg.body)
-    return P.PolicySpec(cfg.policy_arch, b.obs_size + F.extra_dims(cfg.features), b.n_actions, features=cfg.features)
+    return P.PolicySpec(cfg.policy_arch, F.policy_dim(cfg.features, b.obs_size), b.n_actions, features=cfg.features)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -244,7 +244,8 @@ class SumoVecEnv:
             self.sim.start = start
         self.num_envs = n = self.sim.n_envs
         self.features = features  # what the learner observes beyond the original observation
-        self.obs_dim = self.sim.obs_size_a + F.extra_dims(features)
+        self.obs_dim = F.policy_dim(features, self.sim.obs_size_a)
+        self._view_a = F.Viewer(features, n)
         self.act_dim = self.sim.n_actions_a
         self.opp_obs_dim = self.sim.obs_size_b
         self.opp_act_dim = self.sim.n_actions_b
@@ -272,6 +273,8 @@ class SumoVecEnv:
             self.assign[c] = -1 if (u < self.motionless_prob or pick < 0) else pick
         self._interaction_eps[cols] = 0
         self._groups = None
+        for viewer in self._opp_view.values():
+            viewer.restart(cols)
         for st in self._opp_state.values():
             for v in st:
                 v[cols] = 0.0
@@ -292,6 +295,8 @@ class SumoVecEnv:
             self._groups.append((spec, cols, [(int(k), np.flatnonzero(ks == k)) for k in np.unique(ks)]))
             if spec.recurrent and spec not in self._opp_state:
                 self._opp_state[spec] = tuple(np.zeros((self.num_envs, spec.hidden), np.float32) for _ in "hc")
+            if spec.features not in self._opp_view:  # every column's stream starts with its next bout
+                self._opp_view[spec.features] = F.Viewer(spec.features, self.num_envs)
 
     def _opponent_actions(self, obs_b: np.ndarray) -> np.ndarray:
         if self._groups is None:
@@ -299,6 +304,14 @@ class SumoVecEnv:
         if not self._groups:
             return self._zero_b
         act = np.zeros((self.num_envs, self.opp_act_dim))
+        views = {}  # each feature set's view of every column playing an opponent that uses it
+        for spec, cols, _ in self._groups:
+            views.setdefault(spec.features, []).append(cols)
+        for features, cols in views.items():
+            cols = np.sort(np.concatenate(cols))
+            seen = np.zeros((self.num_envs, F.policy_dim(features, self.opp_obs_dim)), dtype=obs_b.dtype)
+            seen[cols] = self._opp_view[features].view(obs_b[cols], cols)
+            views[features] = seen
         for spec, cols, members in self._groups:
             # the noise of one P.sample over this architecture's columns (same generator stream)
             noise = torch.randn((len(cols), 1, self.opp_act_dim), generator=self._gen, dtype=torch.float32).numpy()[:, 0]
@@ -306,7 +319,7 @@ class SumoVecEnv:
             for k, rows in members:
                 comp, cc = self._compiled[k], cols[rows]
                 st = None if state is None else (state[0][cc], state[1][cc])
-                mean, st = comp.actor.step(spec.view(obs_b[cc]), st, self._opp_prev_r[cc], self._opp_prev_d[cc])
+                mean, st = comp.actor.step(views[spec.features][cc], st, self._opp_prev_r[cc], self._opp_prev_d[cc])
                 if state is not None:
                     state[0][cc], state[1][cc] = st
                 act[cc] = mean + comp.action_std * noise[rows]
@@ -321,6 +334,7 @@ class SumoVecEnv:
         obs_a, self._obs_b = self.sim.reset(seed=seed)
         n = self.num_envs
         self._opp_state: dict[P.PolicySpec, tuple[np.ndarray, np.ndarray]] = {}  # (h, c) per column
+        self._opp_view: dict[str, F.Viewer] = {}  # per feature set: what its opponents have seen
         self._opp_prev_r = np.zeros(n, dtype=np.float32)  # numpy: converted only for RL^2 opponents
         self._opp_prev_d = np.zeros(n, dtype=np.float32)
         self._interaction_eps = np.zeros(n, dtype=np.int64)
@@ -331,7 +345,8 @@ class SumoVecEnv:
         self._ep_sum = np.zeros(n)
         self.episodes = []
         self._draw(np.arange(n))
-        return F.augment(self.features, obs_a)
+        self._view_a.restart()
+        return self._view_a.view(obs_a)
 
     def step(self, actions: np.ndarray) -> StepOut:
         act_b = self._opponent_actions(self._obs_b)
@@ -364,6 +379,8 @@ class SumoVecEnv:
             self._ep_train[idx] = 0.0
             self._ep_sum[idx] = 0.0
             self._ep_min[idx] = torso_distance(res.obs_a[idx])  # the new bouts' start
+            for viewer in self._opp_view.values():
+                viewer.restart(idx)
             # opponents start every bout from a zero state, except RL^2 ones within an interaction
             for spec, st in self._opp_state.items():
                 if spec.arch != "rl2":
@@ -377,9 +394,10 @@ class SumoVecEnv:
         self._obs_b = res.obs_b
         # the next step's "before": after an auto-reset that is the new bout's start, not the final pose
         self._obs_a = res.obs_a
-        return StepOut(obs=F.augment(self.features, res.obs_a), reward=reward, terminated=terminated,
-                       truncated=truncated, final_obs=F.augment(self.features, res.final_obs_a),
-                       info={"task_changed": changed})
+        final_obs = self._view_a.view(res.final_obs_a, record=False)  # the ended bouts' last view
+        self._view_a.restart(done)
+        return StepOut(obs=self._view_a.view(res.obs_a), reward=reward, terminated=terminated,
+                       truncated=truncated, final_obs=final_obs, info={"task_changed": changed})
 
     def _opp_key(self, c: int) -> str:
         k = self.assign[c]

@@ -23,6 +23,15 @@ vertical (from its quaternion) and ``R`` the rotation by ``-yaw``:
 11-12 ``cos, sin`` of the opponent's heading relative to the agent's
 ====  =======================================================================================
 
+``"ego-past"`` (13 + 2D numbers, D the original observation's size) adds to ``"ego"`` the last two
+changes of the original observation, ``o_t - o_(t-1)`` and ``o_(t-1) - o_(t-2)`` (zero at a bout's
+first step, where the past is taken to be the present): a few steps of the agent's own recent past
+in its input. The original LSTM agents play from their last two or three steps: with their memory
+cut to the last 3 steps they win as before, with 2 steps they lose some, with none they lose most
+(``benchmarks/bout_probe.py``, ``window=K``); an MLP has no such memory, and an LSTM learns to keep
+it only slowly. These features depend on the past, so a policy that uses them observes through a
+:class:`Viewer`, one per stream of bouts, restarted at every bout's start.
+
 Indices into the original observation (see the environment spec): own torso x, y at 0-1 and its
 quaternion (w, x, y, z) at 3-6; the opponent's torso x, y, z and quaternion are the 13th to 7th
 numbers from the end.
@@ -36,15 +45,36 @@ from sumo_cli.sim.arena import RING_OUT
 
 NONE = "none"
 EGO = "ego"
-_EXTRA = {NONE: 0, EGO: 13}
-FEATURES = tuple(_EXTRA)
+EGO_PAST = "ego-past"
+FEATURES = (NONE, EGO, EGO_PAST)
+PAST_STEPS = 2  # how many changes of the observation "ego-past" appends
 
 
-def extra_dims(features: str) -> int:
-    """How many numbers ``features`` appends to the original observation."""
-    if features not in _EXTRA:
-        raise ValueError(f"unknown observation features {features!r}; expected one of {FEATURES}")
-    return _EXTRA[features]
+def _check(features: str) -> None:
+    if features not in FEATURES:
+        raise ValueError(f"unknown observation features {features!r}; expected one of {', '.join(FEATURES)}")
+
+
+def policy_dim(features: str, env_dim: int) -> int:
+    """Size of what a policy with ``features`` observes of an original observation of ``env_dim``."""
+    _check(features)
+    return {NONE: env_dim, EGO: env_dim + 13, EGO_PAST: env_dim + 13 + PAST_STEPS * env_dim}[features]
+
+
+def env_dim(features: str, n_seen: int) -> int:
+    """The original observation's size for a policy with ``features`` observing ``n_seen`` numbers
+    (ValueError if no original size gives that many)."""
+    _check(features)
+    d = {NONE: n_seen, EGO: n_seen - 13, EGO_PAST: (n_seen - 13) // (1 + PAST_STEPS)}[features]
+    if d < 1 or policy_dim(features, d) != n_seen:
+        raise ValueError(f"{n_seen} numbers are no observation with features {features!r}")
+    return d
+
+
+def stateful(features: str) -> bool:
+    """Whether ``features`` depend on earlier observations (then observe through a :class:`Viewer`)."""
+    _check(features)
+    return features == EGO_PAST
 
 
 def _yaw(q: np.ndarray) -> np.ndarray:
@@ -76,9 +106,46 @@ def ego(obs: np.ndarray) -> np.ndarray:
 
 
 def augment(features: str, obs: np.ndarray) -> np.ndarray:
-    """The observation a policy with ``features`` sees: ``obs`` itself for ``"none"``, else the
-    original numbers followed by the extra ones (same dtype as ``obs``)."""
-    if extra_dims(features) == 0:
+    """The observation a policy with features that need no past sees: ``obs`` itself for ``"none"``,
+    else the original numbers followed by the extra ones (same dtype as ``obs``)."""
+    if stateful(features):
+        raise ValueError(f"features {features!r} depend on earlier observations: observe through a Viewer")
+    if features == NONE:
         return obs
     obs = np.asarray(obs)
     return np.concatenate([obs, ego(obs).astype(obs.dtype, copy=False)], axis=-1)
+
+
+class Viewer:
+    """What a policy with ``features`` observes of ``n`` streams of observations (one row each),
+    bout after bout: :meth:`restart` the rows whose bout starts, then :meth:`view` every step's
+    observations in order. Features without a past are :func:`augment` itself."""
+
+    def __init__(self, features: str, n: int):
+        self.features, self.n = features, int(n)
+        self._past: np.ndarray | None = None  # (PAST_STEPS, n, D): o_(t-1), o_(t-2), ... per row
+        self._fresh = np.ones(self.n, dtype=bool)  # rows whose next observation starts a bout
+
+    def restart(self, rows=None) -> None:  # noqa: ANN001 - an index, a slice or a bool mask; None: all
+        """The next observation of ``rows`` is the first of a bout."""
+        self._fresh[slice(None) if rows is None else rows] = True
+
+    def view(self, obs: np.ndarray, rows=None, record: bool = True) -> np.ndarray:  # noqa: ANN001
+        """The policy's view of ``obs`` (``(n, D)``, or ``(len(rows), D)`` for the streams ``rows``).
+        ``record=False`` looks without making ``obs`` the streams' latest (a bout's final observation
+        after its stream's next bout has started is seen with ``record=False`` before ``restart``)."""
+        if not stateful(self.features):
+            return augment(self.features, obs)
+        obs = np.asarray(obs)
+        rows = np.arange(self.n) if rows is None else np.arange(self.n)[rows]
+        if self._past is None:
+            self._past = np.zeros((PAST_STEPS, self.n, obs.shape[-1]), dtype=obs.dtype)
+        past = self._past[:, rows]
+        fresh = self._fresh[rows]
+        past[:, fresh] = obs[fresh]  # a bout's first step: the past is taken to be the present
+        frames = np.concatenate([obs[None], past])  # o_t, o_(t-1), ..., o_(t-PAST_STEPS)
+        out = np.concatenate([obs, ego(obs).astype(obs.dtype, copy=False), *(frames[:-1] - frames[1:])], axis=-1)
+        if record:
+            self._past[:, rows] = frames[:-1]
+            self._fresh[rows] = False
+        return out

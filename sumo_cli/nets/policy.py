@@ -78,8 +78,10 @@ class PolicySpec:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"PolicySpec.{name} must be a positive int, got {value!r}")
-        if self.obs_dim <= F.extra_dims(self.features):
-            raise ValueError(f"PolicySpec.obs_dim {self.obs_dim} leaves no room for the original observation")
+        try:
+            F.env_dim(self.features, self.obs_dim)
+        except ValueError as e:
+            raise ValueError(f"PolicySpec.obs_dim {self.obs_dim} leaves no original observation: {e}") from None
 
     @property
     def recurrent(self) -> bool:
@@ -88,11 +90,12 @@ class PolicySpec:
     @property
     def env_obs_dim(self) -> int:
         """Size of the environment's (original) observation: ``obs_dim`` less the features' numbers."""
-        return self.obs_dim - F.extra_dims(self.features)
+        return F.env_dim(self.features, self.obs_dim)
 
-    def view(self, obs):  # noqa: ANN001, ANN201 - a numpy array (..., env_obs_dim)
-        """What this policy observes of the environment's observation ``(..., env_obs_dim)``."""
-        return F.augment(self.features, obs)
+    def viewer(self, n: int) -> F.Viewer:
+        """What this policy observes of ``n`` streams of the environment's observations, bout after
+        bout (:class:`sumo_cli.nets.features.Viewer`; restart a stream at each bout's start)."""
+        return F.Viewer(self.features, n)
 
     @property
     def input_dim(self) -> int:

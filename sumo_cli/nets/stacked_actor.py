@@ -23,7 +23,7 @@ def _stack(arrays: list[np.ndarray]) -> np.ndarray:
 
 class StackedActor:
     """``means, state = actor.step(obs, state, prev_reward, prev_done)`` for K agents of one spec,
-    E bouts each: ``obs`` ``(K, E, obs_dim)`` (what each agent's ``spec.view`` gives), ``state``
+    E bouts each: ``obs`` ``(K, E, obs_dim)`` (what each agent's ``spec.viewer`` gives), ``state``
     ``(h, c)`` of shape ``(K, E, H)`` (None for the MLP), the RL^2 inputs ``(K, E)``."""
 
     def __init__(self, actors: list[NumpyActor]):
