@@ -88,8 +88,7 @@ class TrainConfig(StoredConfig):
     recipe: str = ""  # the named preset (learn.recipes) this run started from; provenance only
     body: str = "ant"
     arch: str = "lstm"  # mlp | lstm (RL^2 is the strategy rl2 on an lstm)
-    features: str = "none"  # extra observation numbers the policy computes (nets.features): none | ego |
-    # ego-past
+    features: str = "none"  # extra observations the policy computes (nets.features): none | ego | ego-past
     strategy: str = "none"  # none | track | rl2 (| meta, through register_learner)
     opponents: list[str] = field(default_factory=lambda: [SELF])  # "self" = own snapshots;
     # agent names (optionally name@version to pin a version)
