@@ -15,6 +15,9 @@ start, with the seeds and action noise of ``sumo eval sumo`` (so ``none`` gives 
 - ``window=K``: B's memory is only ever its last K steps: every step B's state is recomputed from its
   initial state over its previous K - 1 observations (``window=1`` is ``reset=1``): is what B remembers
   a few steps of its recent past (which a stack of recent frames could also give), or longer?
+- ``erase=PART:K``: ``window=K`` with one part of B's past erased: in the K - 1 observations its state
+  is recomputed over, ``PART`` (``qpos``, ``qvel``, ``contacts`` of its own body, or ``opponent``)
+  holds its present values: is it that part's recent past that B plays from?
 - ``hold=H``: B sees A's torso pose (position and orientation, the 7 numbers of the observation
   about the opponent's torso) updated only every H steps, held in between: does B follow A's motion
   (a velocity only memory can give) or only where A is?
@@ -37,12 +40,25 @@ from sumo_cli.compete.schedule import game_seed
 from sumo_cli.errors import UserError
 from sumo_cli.learn.sumo_vec import CurriculumSumo
 from sumo_cli.library import load_agent
+from sumo_cli.nets import features as F
 from sumo_cli.shipped import register_shipped
 from sumo_cli.sim import sumo_env
 from sumo_cli.sim.bodies import body_spec
 from sumo_cli.store.database import Database
 
 OPPONENT_POSE = slice(-13, -6)  # the opponent torso's x, y, z and quaternion in an observation
+PARTS = ("qpos", "qvel", "contacts", "opponent")
+
+
+def part_slice(body: str, part: str) -> slice:
+    """Where ``part`` lies in an original observation of ``body``: its own qpos, qvel and contact
+    forces (6 per body), then the opponent's torso pose and forces."""
+    b = body_spec(body)
+    ends = np.cumsum([0, b.nq, b.nv, 6 * b.n_bodies])
+    if part == "opponent":
+        return slice(int(ends[3]), None)
+    i = PARTS.index(part)
+    return slice(int(ends[i]), int(ends[i + 1]))
 
 
 @contextlib.contextmanager
@@ -65,7 +81,7 @@ def scaled_gears(gear_a: float, gear_b: float):
 
 
 def parse_setting(text: str) -> dict:
-    """``none``, ``gear=GA:GB``, ``reset=K``, ``swap=K``, ``window=K`` or ``hold=H`` as a dict; ValueError with the reason."""
+    """``none``, ``gear=GA:GB``, ``reset=K``, ``swap=K``, ``window=K``, ``erase=PART:K`` or ``hold=H`` as a dict; ValueError with the reason."""
     kind, _, value = text.strip().partition("=")
     if kind == "none" and not value:
         return {"kind": "none"}
@@ -75,12 +91,17 @@ def parse_setting(text: str) -> dict:
         if min(gears) <= 0:
             raise ValueError(f"gear factors must be positive: {text!r}")
         return {"kind": "gear", "gear_a": gears[0], "gear_b": gears[1]}
+    if kind == "erase":
+        part, _, k = value.partition(":")
+        if part not in PARTS or not k.isdigit() or int(k) < 2:
+            raise ValueError(f"erase takes PART:K with PART one of {', '.join(PARTS)} and K >= 2: {text!r}")
+        return {"kind": "erase", "part": part, "every": int(k)}
     if kind in ("reset", "swap", "window", "hold"):
         every = int(value)
         if every < 1:
             raise ValueError(f"{kind} takes a number of steps of at least 1: {text!r}")
         return {"kind": kind, "every": every}
-    raise ValueError(f"unknown setting {text!r}; expected none, gear=GA:GB, reset=K, swap=K, window=K or hold=H")
+    raise ValueError(f"unknown setting {text!r}; expected none, gear=GA:GB, reset=K, swap=K, window=K, erase=PART:K or hold=H")
 
 
 def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
@@ -89,7 +110,8 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
     reset = setting["every"] if setting["kind"] == "reset" else 0
     swap = setting["every"] if setting["kind"] == "swap" else 0
     hold = setting["every"] if setting["kind"] == "hold" else 1
-    window = setting["every"] if setting["kind"] == "window" else 0
+    window = setting["every"] if setting["kind"] in ("window", "erase") else 0
+    erased = part_slice(b.body, setting["part"]) if setting["kind"] == "erase" else None
     with scaled_gears(*gears):
         env = CurriculumSumo(a.body, b.body, n, physics="faithful", seed=seed, auto_reset=False, n_threads=1)
     rng = np.random.default_rng(game_seed(seed, 0xB0))  # the action noise of play_bouts
@@ -100,7 +122,7 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
         obs_a, obs_b = env.reset(seed=seed)
         state_a, state_b = actor_a.initial_state(n), actor_b.initial_state(n)
         view_a, view_b = actor_a.spec.viewer(n), actor_b.spec.viewer(n)
-        recent_b: list[np.ndarray] = []  # B's last window - 1 net inputs, oldest first
+        recent_b: list[np.ndarray] = []  # B's last window - 1 views (observations for erase), oldest first
         t = 0
         while not env.finished.all():
             live = ~env.finished
@@ -118,8 +140,12 @@ def play(a: AgentData, b: AgentData, setting: dict, n: int, seed: int) -> dict:
             if window:
                 state_b = actor_b.initial_state(n)
                 for past in recent_b:
+                    if erased is not None:  # B's features have no past (main checks it)
+                        past = past.copy()
+                        past[:, erased] = obs_b[:, erased]
+                        past = view_b.view(past)
                     _, state_b = actor_b.step(past, state_b)
-                recent_b = (recent_b + [seen_b])[-(window - 1):] if window > 1 else []
+                recent_b = (recent_b + [seen_b if erased is None else obs_b])[-(window - 1):] if window > 1 else []
             mean_b, state_b = actor_b.step(seen_b, state_b)
             act_a = mean_a + std_a * rng.standard_normal(mean_a.shape)
             act_b = mean_b + std_b * rng.standard_normal(mean_b.shape)
@@ -141,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--a", required=True, help="agent A (name or name@version)")
     ap.add_argument("--b", required=True, help="agent B (name or name@version), the one that reset, swap and hold change")
     ap.add_argument("--settings", default="none,gear=2:1,gear=1:0.5,hold=4",
-                    help="comma-separated: none, gear=GA:GB, reset=K, swap=K, window=K, hold=H")
+                    help="comma-separated: none, gear=GA:GB, reset=K, swap=K, window=K, erase=PART:K, hold=H")
     ap.add_argument("--bouts", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -159,8 +185,10 @@ def main(argv: list[str] | None = None) -> None:
         a, b = (AgentData.from_loaded(load_agent(db, name)) for name in (args.a, args.b))
     except UserError as e:
         ap.error(str(e))
-    if {"reset", "swap", "window"} & {s["kind"] for s in settings} and b.spec["arch"] == "mlp":
-        ap.error(f"reset=K, swap=K and window=K need a recurrent B; {args.b} is an MLP")
+    if {"reset", "swap", "window", "erase"} & {s["kind"] for s in settings} and b.spec["arch"] == "mlp":
+        ap.error(f"reset=K, swap=K, window=K and erase=PART:K need a recurrent B; {args.b} is an MLP")
+    if any(s["kind"] == "erase" for s in settings) and F.stateful(b.spec.get("features", F.NONE)):
+        ap.error(f"erase=PART:K needs a B whose features have no past; {args.b} has {b.spec['features']}")
     rows = [{"setting": text, **play(a, b, s, args.bouts, args.seed)}
             for text, s in zip(args.settings.split(","), settings)]
     if args.json:

@@ -36,7 +36,8 @@ def test_settings_parse_and_bad_ones_exit_2():
     assert bout_probe.parse_setting("hold=4") == {"kind": "hold", "every": 4}
     assert bout_probe.parse_setting("swap=2") == {"kind": "swap", "every": 2}
     assert bout_probe.parse_setting("window=3") == {"kind": "window", "every": 3}
-    for bad in ("gear=1:0", "reset=0", "swap=x", "window=0", "louder=2"):
+    assert bout_probe.parse_setting("erase=qvel:3") == {"kind": "erase", "part": "qvel", "every": 3}
+    for bad in ("gear=1:0", "reset=0", "swap=x", "window=0", "erase=qvel", "erase=legs:3", "erase=qvel:1", "louder=2"):
         with pytest.raises(SystemExit) as e:
             bout_probe.main(["--a", "ant-mlp", "--b", "bug-mlp", "--settings", bad])
         assert e.value.code == 2
@@ -79,6 +80,27 @@ def test_a_window_of_one_step_is_a_reset_and_one_longer_than_the_bouts_changes_n
     assert bout_probe.play(a, b, {"kind": "window", "every": 1}, n, seed) == \
         bout_probe.play(a, b, {"kind": "reset", "every": 1}, n, seed)
     assert bout_probe.play(a, b, {"kind": "window", "every": 3}, n, seed)["lengths"] != same["lengths"]
+
+
+def test_the_parts_of_an_observation_tile_it():
+    for body in ("ant", "bug", "spider"):
+        n = body_spec(body).obs_size
+        covered = np.concatenate([np.arange(n)[bout_probe.part_slice(body, p)] for p in bout_probe.PARTS])
+        np.testing.assert_array_equal(covered, np.arange(n))
+    assert bout_probe.part_slice("ant", "opponent") == slice(107, None)  # pose 7 and torso forces 6
+
+
+def test_erasing_a_part_of_the_past_changes_what_the_window_remembers(tmp_path, monkeypatch):
+    """The shipped LSTM with its own joint positions' past replaced by their present values plays
+    other bouts than with its plain 3-step window."""
+    monkeypatch.setenv("SUMO_POLICIES", str(POLICIES))
+    db = Database(f"sqlite:///{tmp_path / 'sumo.sqlite'}")
+    register_shipped(db)
+    a, b = (AgentData.from_loaded(load_agent(db, name)) for name in ("ant-mlp", "ant-lstm"))
+    n, seed = 6, 5
+    window = bout_probe.play(a, b, {"kind": "window", "every": 3}, n, seed)
+    erased = bout_probe.play(a, b, {"kind": "erase", "part": "qpos", "every": 3}, n, seed)
+    assert erased["lengths"] != window["lengths"]
 
 
 def test_the_report_has_a_row_per_setting(tmp_path, monkeypatch, capsys):
