@@ -16,8 +16,9 @@ start, with the seeds and action noise of ``sumo eval sumo`` (so ``none`` gives 
   initial state over its previous K - 1 observations (``window=1`` is ``reset=1``): is what B remembers
   a few steps of its recent past (which a stack of recent frames could also give), or longer?
 - ``erase=PART:K``: ``window=K`` with one part of B's past erased: in the K - 1 observations its state
-  is recomputed over, ``PART`` (``qpos``, ``qvel``, ``contacts`` of its own body, or ``opponent``)
-  holds its present values: is it that part's recent past that B plays from?
+  is recomputed over, ``PART`` (``qpos``, ``qvel``, ``contacts`` of its own body, ``opponent``, or
+  ``all``) holds its present values: is it that part's recent past that B plays from, or (``all``)
+  only a state warmed up over a few steps?
 - ``hold=H``: B sees A's torso pose (position and orientation, the 7 numbers of the observation
   about the opponent's torso) updated only every H steps, held in between: does B follow A's motion
   (a velocity only memory can give) or only where A is?
@@ -52,7 +53,9 @@ PARTS = ("qpos", "qvel", "contacts", "opponent")
 
 def part_slice(body: str, part: str) -> slice:
     """Where ``part`` lies in an original observation of ``body``: its own qpos, qvel and contact
-    forces (6 per body), then the opponent's torso pose and forces."""
+    forces (6 per body), then the opponent's torso pose and forces; ``all``: everything."""
+    if part == "all":
+        return slice(None)
     b = body_spec(body)
     ends = np.cumsum([0, b.nq, b.nv, 6 * b.n_bodies])
     if part == "opponent":
@@ -93,8 +96,8 @@ def parse_setting(text: str) -> dict:
         return {"kind": "gear", "gear_a": gears[0], "gear_b": gears[1]}
     if kind == "erase":
         part, _, k = value.partition(":")
-        if part not in PARTS or not k.isdigit() or int(k) < 2:
-            raise ValueError(f"erase takes PART:K with PART one of {', '.join(PARTS)} and K >= 2: {text!r}")
+        if part not in PARTS + ("all",) or not k.isdigit() or int(k) < 2:
+            raise ValueError(f"erase takes PART:K with PART one of {', '.join(PARTS)} or all, and K >= 2: {text!r}")
         return {"kind": "erase", "part": part, "every": int(k)}
     if kind in ("reset", "swap", "window", "hold"):
         every = int(value)

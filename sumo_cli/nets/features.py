@@ -26,11 +26,10 @@ vertical (from its quaternion) and ``R`` the rotation by ``-yaw``:
 ``"ego-past"`` (13 + 2D numbers, D the original observation's size) adds to ``"ego"`` the last two
 changes of the original observation, ``o_t - o_(t-1)`` and ``o_(t-1) - o_(t-2)`` (zero at a bout's
 first step, where the past is taken to be the present): a few steps of the agent's own recent past
-in its input. The original LSTM agents play from their last two or three steps: with their memory
-cut to the last 3 steps they win as before, with 2 steps they lose some, with none they lose most
-(``benchmarks/bout_probe.py``, ``window=K``); an MLP has no such memory, and an LSTM learns to keep
-it only slowly. These features depend on the past, so a policy that uses them observes through a
-:class:`Viewer`, one per stream of bouts, restarted at every bout's start.
+in its input, which an MLP has no other way to see (an experiment: the original LSTM agents,
+probed with ``benchmarks/bout_probe.py``, turned out to play mostly from their present observation).
+These features depend on the past, so a policy that uses them observes through a :class:`Viewer`,
+one per stream of bouts, restarted at every bout's start.
 
 Indices into the original observation (see the environment spec): own torso x, y at 0-1 and its
 quaternion (w, x, y, z) at 3-6; the opponent's torso x, y, z and quaternion are the 13th to 7th
