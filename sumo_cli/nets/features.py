@@ -131,8 +131,8 @@ class Viewer:
 
     def view(self, obs: np.ndarray, rows=None, record: bool = True) -> np.ndarray:  # noqa: ANN001
         """The policy's view of ``obs`` (``(n, D)``, or ``(len(rows), D)`` for the streams ``rows``).
-        ``record=False`` looks without making ``obs`` the streams' latest (a bout's final observation
-        after its stream's next bout has started is seen with ``record=False`` before ``restart``)."""
+        ``record=False`` looks without making ``obs`` the streams' latest: how a bout's final
+        observation is seen when the stream's next bout follows at once (view it so, then restart)."""
         if not stateful(self.features):
             return augment(self.features, obs)
         obs = np.asarray(obs)
