@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", default="db/sumo.sqlite", help="SQLAlchemy URL or SQLite path")
     ap.add_argument("--a", required=True, help="agent A (name or name@version)")
-    ap.add_argument("--b", required=True, help="agent B (name or name@version), the one that reset, swap and hold change")
+    ap.add_argument("--b", required=True, help="agent B (name or name@version), the one that reset, swap, window, erase and hold change")
     ap.add_argument("--settings", default="none,gear=2:1,gear=1:0.5,hold=4",
                     help="comma-separated: none, gear=GA:GB, reset=K, swap=K, window=K, erase=PART:K, hold=H")
     ap.add_argument("--bouts", type=int, default=24)
