@@ -92,6 +92,30 @@ def test_past_features_are_the_last_two_changes_and_restart_with_each_bout():
         F.env_dim(F.EGO_PAST, 374)
 
 
+def test_the_learners_past_restarts_with_each_bout_and_its_final_view_keeps_the_ended_one():
+    from sumo_cli.learn.sumo_vec import SumoVecEnv
+
+    env = SumoVecEnv("ant", "ant", 4, [], physics="fast", motionless_prob=1.0, features=F.EGO_PAST)
+    rng = np.random.default_rng(0)
+    try:
+        obs = env.reset(seed=1)
+        assert obs.shape == (4, 373) and not obs[:, 133:].any()
+        ended = 0
+        for _ in range(502):  # every bout ends by its 501st step
+            out = env.step(rng.uniform(-1, 1, (4, 8)))
+            done = out.terminated | out.truncated
+            np.testing.assert_allclose(out.final_obs[:, 133:253], out.final_obs[:, :120] - obs[:, :120], atol=1e-5)
+            np.testing.assert_allclose(out.obs[~done, 133:253], out.obs[~done, :120] - obs[~done, :120], atol=1e-5)
+            assert not out.obs[done, 133:].any()  # the next bout starts without a past
+            ended += int(done.sum())
+            obs = out.obs
+            if ended >= 4:
+                break
+        assert ended >= 4
+    finally:
+        env.close()
+
+
 def test_policy_spec_round_trips_features_and_old_dicts_mean_none():
     spec = P.PolicySpec("mlp", 133, 8, features="ego")
     assert spec.env_obs_dim == 120
