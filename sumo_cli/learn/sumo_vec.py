@@ -297,6 +297,10 @@ class SumoVecEnv:
                 self._opp_state[spec] = tuple(np.zeros((self.num_envs, spec.hidden), np.float32) for _ in "hc")
             if spec.features not in self._opp_view:  # every column's stream starts with its next bout
                 self._opp_view[spec.features] = F.Viewer(spec.features, self.num_envs)
+        # per feature set, the columns whose opponents observe through it (in column order)
+        self._feature_cols = {}
+        for spec, cols, _ in self._groups:
+            self._feature_cols[spec.features] = np.union1d(self._feature_cols.get(spec.features, cols), cols)
 
     def _opponent_actions(self, obs_b: np.ndarray) -> np.ndarray:
         if self._groups is None:
@@ -305,13 +309,10 @@ class SumoVecEnv:
             return self._zero_b
         act = np.zeros((self.num_envs, self.opp_act_dim))
         views = {}  # each feature set's view of every column playing an opponent that uses it
-        for spec, cols, _ in self._groups:
-            views.setdefault(spec.features, []).append(cols)
-        for features, cols in views.items():
-            cols = np.sort(np.concatenate(cols))
+        for features, cols in self._feature_cols.items():
             seen = np.zeros((self.num_envs, F.policy_dim(features, self.opp_obs_dim)), dtype=obs_b.dtype)
-            seen[cols] = self._opp_view[features].view(obs_b[cols], cols)
             views[features] = seen
+            seen[cols] = self._opp_view[features].view(obs_b[cols], cols)
         for spec, cols, members in self._groups:
             # the noise of one P.sample over this architecture's columns (same generator stream)
             noise = torch.randn((len(cols), 1, self.opp_act_dim), generator=self._gen, dtype=torch.float32).numpy()[:, 0]
