@@ -31,6 +31,12 @@ def test_import_flat_folder_and_load_exactly(cli, zoo_dir, tmp_path):
     assert torch.equal(agent.obs_stats["sum"], stats["sum"])
     db.dispose()
 
+    # The original training's length, as far as the file records it: its normaliser's count.
+    code, out, _ = cli("agents", "show", "zoo-bug-lstm-v3", "--json")
+    assert json.loads(out)["origin"]["observations_seen"] == int(stats["count"]) > 10**6
+    code, _, err = cli("agents", "show", "zoo-bug-lstm-v3")
+    assert f"trained on {int(stats['count']):.3g} observations" in err
+
     # Importing again changes nothing.
     code, out, _ = cli("zoo", "import", zoo_dir, "--json")
     assert json.loads(out) == {"imported": [], "skipped": doc["imported"]}

@@ -99,6 +99,9 @@ def show(
         f"[bold]{doc['name']}[/]: {doc['body']}, {doc['arch']}, strategy {doc['strategy']}, "
         f"{doc['provenance']}; default version {doc['default_version']}"
     )
+    seen = (doc["origin"] or {}).get("observations_seen")
+    if seen:
+        err_console.print(f"trained on {seen:.3g} observations (the count in its observation normaliser)")
     r = doc["record"]
     err_console.print(f"record: {r['games']} games, {r['wins']} won, {r['draws']} drawn, {r['losses']} lost")
     table = Table(title="versions")
