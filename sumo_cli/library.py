@@ -134,14 +134,7 @@ def import_zoo(db: Database, path: str | Path) -> ImportReport:
             )
             agent = registry.create_agent(
                 s, name, body, arch, "none", "zoo",
-                {
-                    "source": "robosumo-zoo",
-                    "file": str(Path(meta["file"]).resolve()),
-                    "source_sha256": source_sha,
-                    # The original training left no record of its length; its observation normaliser's
-                    # count (one per observation it learned from) is the closest measure of it.
-                    "observations_seen": int(obs_stats["count"]),
-                },
+                {"source": "robosumo-zoo", "file": str(Path(meta["file"]).resolve()), "source_sha256": source_sha},
             )
             registry.add_version(s, agent, 1, str(base), digest)
             imported.append(name)

@@ -92,6 +92,7 @@ def show(
                 for v in agent.versions
             ],
         }
+    doc["observations_seen"] = _observations_seen(db, doc["name"], doc["default_version"])
     if json_out:
         print_json(doc)
         return
@@ -99,9 +100,9 @@ def show(
         f"[bold]{doc['name']}[/]: {doc['body']}, {doc['arch']}, strategy {doc['strategy']}, "
         f"{doc['provenance']}; default version {doc['default_version']}"
     )
-    seen = (doc["origin"] or {}).get("observations_seen")
+    seen = doc["observations_seen"]
     if seen:
-        err_console.print(f"trained on {seen:.3g} observations (the count in its observation normaliser)")
+        err_console.print(f"trained on {seen:,} observations (the count in its observation normaliser)")
     r = doc["record"]
     err_console.print(f"record: {r['games']} games, {r['wins']} won, {r['draws']} drawn, {r['losses']} lost")
     table = Table(title="versions")
@@ -112,3 +113,19 @@ def show(
     if len(doc["versions"]) > 20:
         err_console.print(f"(showing the last 20 of {len(doc['versions'])} versions; --json lists all)")
     err_console.print(table)
+
+
+def _observations_seen(db, name: str, version: int | None) -> int | None:
+    """How many observations the default version learned from, as its observation normaliser
+    counted them: for the original policies the only record of their training's length. None when
+    the checkpoint cannot be read (showing an agent must not depend on its files)."""
+    from sumo_cli.errors import UserError
+    from sumo_cli.library import load_agent
+
+    if version is None:
+        return None
+    try:
+        stats = load_agent(db, f"{name}@{version}").obs_stats
+    except UserError:
+        return None
+    return int(stats["count"]) if stats and "count" in stats else None
