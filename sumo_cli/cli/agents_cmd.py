@@ -92,7 +92,7 @@ def show(
                 for v in agent.versions
             ],
         }
-    doc["observations_seen"] = _observations_seen(db, doc["name"], doc["default_version"])
+    doc["observations_seen"] = _observations_seen(resolved)
     if json_out:
         print_json(doc)
         return
@@ -115,17 +115,15 @@ def show(
     err_console.print(table)
 
 
-def _observations_seen(db, name: str, version: int | None) -> int | None:
+def _observations_seen(resolved) -> int | None:  # noqa: ANN001 (a registry.ResolvedVersion)
     """How many observations the default version learned from, as its observation normaliser
     counted them: for the original policies the only record of their training's length. None when
     the checkpoint cannot be read (showing an agent must not depend on its files)."""
     from sumo_cli.errors import UserError
-    from sumo_cli.library import load_agent
+    from sumo_cli.nets.checkpoint import load_checkpoint
 
-    if version is None:
-        return None
     try:
-        stats = load_agent(db, f"{name}@{version}").obs_stats
+        stats = load_checkpoint(resolved.checkpoint_path, resolved.sha256).obs_stats
     except UserError:
         return None
     return int(stats["count"]) if stats and "count" in stats else None
