@@ -76,6 +76,18 @@ def test_opponent_versions_are_uniform_in_one_to_k():
     assert 400 < sum(n == "a" for n, _ in draws) < 600
 
 
+def test_opponent_stride_meets_a_longer_pool_at_the_same_share_of_its_history():
+    rng = np.random.default_rng(1)
+    # a 60-iteration learner against a 300-version pool agent with stride 5: at k = 6, versions 1..30
+    draws = SP.sample_opponents(rng, [("pool", list(range(1, 301)))], 6, 3000, stride=5.0)
+    versions = {v for _, v in draws}
+    assert versions == set(range(1, 31))
+    # the own snapshots are never strided (version k does not exist yet)
+    draws = SP.sample_opponents(rng, [(SP.SELF, list(range(10)))], 4, 400, stride=5.0)
+    assert {v for _, v in draws} == {0, 1, 2, 3}
+    assert SP.TrainConfig(opponent_stride=0.5).check() == ["opponent-stride must be at least 1, got 0.5"]
+
+
 def test_plan_draws_self_play_snapshots_up_to_the_current_one():
     cfg = SP.TrainConfig(body="ant", arch="mlp", n_envs=4, num_steps=8, opponent_samples=16)
     learner = SP.PPOLearner(SP.policy_spec(cfg), cfg)

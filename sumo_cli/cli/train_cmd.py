@@ -14,7 +14,7 @@ from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, ope
 _RUN_OPTIONS = {
     "recipe": "--recipe", "env": "--env", "horizon": "--horizon", "hidden": "--hidden", "body": "--body", "arch": "--arch", "features": "--features", "strategy": "--strategy", "name": "--name", "opponents": "--opponents", "init_from": "--init-from",
     "iterations": "--iterations", "seed": "--seed", "physics": "--physics", "envs": "--envs", "steps": "--steps",
-    "shards": "--shards", "opponent_samples": "--opponent-samples", "episodes_per_opponent": "--episodes-per-opponent",
+    "shards": "--shards", "opponent_samples": "--opponent-samples", "opponent_stride": "--opponent-stride", "episodes_per_opponent": "--episodes-per-opponent",
     "anneal": "--anneal", "control_coef": "--control-coef", "push_coef": "--push-coef", "move_coef": "--move-coef",
     "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "push_out_coef": "--push-out-coef", "tilt_coef": "--tilt-coef", "anneal_start": "--anneal-start", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
     "face_opponent": "--face-opponent", "face_spread_iterations": "--face-spread-iterations", "motionless_iterations": "--motionless-iterations",
@@ -23,7 +23,7 @@ _RUN_OPTIONS = {
     "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
 }
 # Options of sumo training that mean nothing for --env locomotion, and the reverse.
-_SUMO_ONLY = ("recipe", "body", "features", "opponents", "init_from", "steps", "shards", "opponent_samples", "episodes_per_opponent", "anneal",
+_SUMO_ONLY = ("recipe", "body", "features", "opponents", "init_from", "steps", "shards", "opponent_samples", "opponent_stride", "episodes_per_opponent", "anneal",
               "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "tilt_coef", "anneal_start", "start_radius",
               "start_radius_iterations", "face_opponent", "face_spread_iterations", "motionless_iterations", "motionless_fraction",
               "eval_every", "eval_bouts", "alpha_init", "teacher", "teacher_coef", "teacher_iterations")
@@ -98,6 +98,7 @@ def train(
     steps: Optional[int] = typer.Option(None, "--steps", rich_help_panel="PPO and batch", help="Steps per slot per iteration (default 512)."),
     shards: Optional[int] = typer.Option(None, "--shards", rich_help_panel="PPO and batch", help="Rollout jobs per iteration (default 2; fixes the result, -j only runs them)."),
     opponent_samples: Optional[int] = typer.Option(None, "--opponent-samples", rich_help_panel="PPO and batch", help="Opponent snapshots drawn per shard per iteration (default 8)."),
+    opponent_stride: Optional[float] = typer.Option(None, "--opponent-stride", rich_help_panel="PPO and batch", help="A stored opponent's versions up to this many times the iteration are eligible (default 1: the paper's [1, k]; a short learner against a longer pool: pool length / learner length)."),
     episodes_per_opponent: Optional[int] = typer.Option(None, "--episodes-per-opponent", rich_help_panel="PPO and batch", help="Bouts per interaction with one opponent (default 1; rl2: 3)."),
     anneal: Optional[int] = typer.Option(None, "--anneal", rich_help_panel="Reward shaping", help="Iterations over which the dense-reward weight goes to 0 (paper 500, fight 100000: held; 0: sparse only)."),
     control_coef: Optional[float] = typer.Option(None, "--control-coef", rich_help_panel="Reward shaping", help="Control cost coefficient (paper 0.1, fight 0.02)."),

@@ -104,6 +104,10 @@ class TrainConfig(StoredConfig):
     num_steps: int = 512  # steps per column per iteration (>= 501: a whole bout fits)
     rollout_shards: int = 2  # rollout jobs per iteration (run in parallel with -j); part of the result
     opponent_samples: int = 8  # opponent snapshots drawn per shard per iteration
+    opponent_stride: float = 1.0  # a stored opponent's versions up to stride x k are eligible at iteration k
+    # (the paper: 1, its learners trained as long as the pool, so [1, k] is the same progress); a learner
+    # of K iterations against a pool of runs of S x K iterations uses S to meet the pool at the same share
+    # of its history (a population plan's short adaptation learners against its longer pre-trained pool)
     episodes_per_opponent: int = 0  # bouts per interaction with one opponent; 0 = 1, or 3 for rl2
     # --- reward: r = alpha * dense + (1 - alpha) * sparse, alpha 1 -> 0 linearly -----------------
     anneal_iterations: int = 500  # alpha reaches 0 at iteration anneal_iterations + 1 (0: sparse only)
@@ -185,6 +189,8 @@ class TrainConfig(StoredConfig):
     def check(self) -> list[str]:
         """What is wrong with this configuration, as sentences (empty: nothing)."""
         bad = []
+        if self.opponent_stride < 1.0:
+            bad.append(f"opponent-stride must be at least 1, got {self.opponent_stride}")
         ints = {"iterations": 1, "n_envs": 1, "num_steps": 1, "rollout_shards": 1, "opponent_samples": 1,
                 "epochs": 1, "num_minibatches": 0, "snapshot_every": 1, "eval_bouts": 1}
         for name, low in ints.items():
@@ -259,7 +265,7 @@ def motionless_prob(k: int, cfg: TrainConfig) -> float:
     return 1.0 if k <= cfg.motionless_iterations else cfg.motionless_fraction
 
 
-def eligible_versions(stored: Iterable[int], k: int, self_play: bool = False) -> list[int]:
+def eligible_versions(stored: Iterable[int], k: float, self_play: bool = False) -> list[int]:
     """The versions of an opponent eligible at iteration k: those <= k (at least the oldest one).
     Self-play: the own snapshots 0 .. k-1 (version 0 = the initialisation, k-1 = the current
     parameters; version k does not exist before iteration k's update)."""
@@ -270,14 +276,15 @@ def eligible_versions(stored: Iterable[int], k: int, self_play: bool = False) ->
     return ok or s[:1]
 
 
-def sample_opponents(rng: np.random.Generator, pool: list[tuple[str, list[int]]], k: int, n: int) -> list[tuple[str, int]]:
+def sample_opponents(rng: np.random.Generator, pool: list[tuple[str, list[int]]], k: int, n: int,
+                     stride: float = 1.0) -> list[tuple[str, int]]:
     """n i.i.d. (agent, version) draws: an agent uniformly from ``pool`` (name, stored versions;
     the name ``self`` for the own snapshots), then a version uniformly among its
-    :func:`eligible_versions` at iteration k."""
+    :func:`eligible_versions` at iteration k (``stride`` x k for a stored opponent)."""
     out = []
     for _ in range(n):
         name, stored = pool[int(rng.integers(len(pool)))]
-        vs = eligible_versions(stored, k, name == SELF)
+        vs = eligible_versions(stored, k if name == SELF else k * stride, name == SELF)
         out.append((name, vs[int(rng.integers(len(vs)))]))
     return out
 
@@ -689,7 +696,7 @@ def plan_jobs(cfg: TrainConfig, k: int, pool: list[tuple[str, str, list[int]]], 
         mine = [(n, vs) for n, b, vs in pool if b == sh.opp_body]
         # a body that sags below the fall line unactuated (the Spider) is never a motionless opponent
         p_body = p_still if body_spec(sh.opp_body).stands_unactuated else 0.0
-        draws = sample_opponents(rng, mine, k, cfg.opponent_samples) if p_body < 1.0 else []
+        draws = sample_opponents(rng, mine, k, cfg.opponent_samples, cfg.opponent_stride) if p_body < 1.0 else []
         opponents = [store.load_opponent(n, v) for n, v in draws]
         jobs.append(RolloutJob(
             shard=sh.index, env_seed=derive_seed(cfg.seed, k, _ENV_SEED, sh.index),
