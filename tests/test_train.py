@@ -348,7 +348,7 @@ def test_the_fight_recipe_is_the_default_and_typed_options_override_it(cli, tmp_
     # the paper recipe is the dataclass defaults: runs stored before recipes resume unchanged
     assert TrainConfig(**recipe_values("paper")) == TrainConfig(recipe="paper")
     code, _, err = cli("train", "--body", "ant", "--recipe", "fast-one")
-    assert code == 2 and "unknown recipe 'fast-one'; choose one of fight, paper, push" in err
+    assert code == 2 and "unknown recipe 'fast-one'; choose one of fight, meta, rl2, paper, push" in err
 
 
 def test_the_spider_learns_against_ant_and_bug_agents_and_never_a_motionless_spider(cli, tmp_path, monkeypatch):

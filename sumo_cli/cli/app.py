@@ -18,6 +18,7 @@ from sumo_cli.cli import (
     evolve_cmd,
     matches_cmd,
     play_cmd,
+    population_cmd,
     render_cmd,
     runs_cmd,
     tournament_cmd,
@@ -55,6 +56,7 @@ app.add_typer(runs_cmd.app, name="runs")
 app.command("tournament")(tournament_cmd.tournament)
 app.command("train")(train_cmd.train)
 app.command("evolve")(evolve_cmd.evolve)
+app.add_typer(population_cmd.app, name="population")
 app.command("render")(render_cmd.render)
 eval_cmd.app.command("sumo")(eval_sumo_cmd.sumo_curve)
 app.add_typer(eval_cmd.app, name="eval")

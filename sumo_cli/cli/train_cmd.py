@@ -77,8 +77,9 @@ def _finished(summary: dict, json_out: bool, last_iteration: str) -> None:
 def train(
     ctx: typer.Context,
     recipe: Optional[str] = typer.Option(None, "--recipe", rich_help_panel="Recipe and agent", help="Named preset of every setting below for a new sumo run "
-                                         "(fight: the default, wins from the standard start; paper: the paper's values; "
-                                         "push: the earlier facing-start recipe). Options given override it."),
+                                         "(fight: the default, wins from the standard start; meta: the default of --strategy meta, warm-started "
+                                         "from a pool agent; rl2: the default of --strategy rl2, taught by the body's MLP; paper: the paper's "
+                                         "values; push: the earlier facing-start recipe). Options given override it."),
     env: Optional[str] = typer.Option(None, "--env", rich_help_panel="Recipe and agent", help="sumo (default: RoboSumo bouts) or locomotion (the "
                                       "nonstationary six-legged Bug on its 12 training leg pairs)."),
     body: Optional[str] = typer.Option(None, "--body", rich_help_panel="Recipe and agent", help="ant, bug or spider (required for a new sumo run)."),
@@ -165,9 +166,9 @@ def train(
     else:
         if body is None:
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
-        from sumo_cli.learn.recipes import DEFAULT, recipe_values
+        from sumo_cli.learn.recipes import default_recipe, recipe_values
 
-        kw = recipe_values((recipe or DEFAULT).strip().lower(), body.strip().lower())  # known names: _check_names
+        kw = recipe_values((recipe or default_recipe(strategy)).strip().lower(), body.strip().lower())  # known: _check_names
         kw.update({_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env", "recipe")})
         kw["body"] = body.strip().lower()
         kw["arch"] = (arch or "lstm").strip().lower()
