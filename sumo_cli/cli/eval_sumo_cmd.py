@@ -32,6 +32,25 @@ def _pick(versions: list[int], wanted: Optional[str], points: int, has_start: bo
     return sorted(near | ({0} if has_start else set()))
 
 
+#: Bouts per round when a point is played as a game (the paper's 3).
+GAME_EPISODES = 3
+
+
+def _game_summary(me, opp, rounds: int, seed: int, physics: str) -> dict:  # noqa: ANN001
+    """One iterated game of ``me`` against ``opp`` (a stored agent's AgentData, or (kind, body) of a
+    fixed opponent), ``me`` adapting between rounds: its bouts' win, draw and loss rates."""
+    from sumo_cli.compete.game import AgentData, FixedOpponent, GameSettings, play_game
+
+    b = opp if isinstance(opp, AgentData) else FixedOpponent(opp[0], opp[1] or me.body)
+    result = play_game(me, b, GameSettings(rounds=rounds, episodes=GAME_EPISODES, physics=physics), seed)
+    eps = [e for rd in result.rounds for e in rd.episodes]
+    n = len(eps)
+    return {"win_rate": sum(e.outcome == "win" for e in eps) / n, "draw_rate": sum(e.outcome == "draw" for e in eps) / n,
+            "loss_rate": sum(e.outcome == "loss" for e in eps) / n, "mean_length": sum(e.length for e in eps) / n,
+            "mean_steps_to_close": None, "bouts": n,
+            "rounds_won": result.rounds_won_a, "rounds_lost": result.rounds_won_b}
+
+
 @friendly
 def sumo_curve(
     ctx: typer.Context,
@@ -43,6 +62,7 @@ def sumo_curve(
     seed: int = typer.Option(0, "--seed", help="Seed of the bouts (the same for every version)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful (RK4, default) or fast."),
     face_opponent: bool = typer.Option(False, "--face-opponent", help="Start the bouts turned toward each other (the training curriculum's start; default: the reference start)."),
+    rounds: Optional[int] = typer.Option(None, "--rounds", help="Play each point as an iterated game of this many rounds of 3 bouts, the agent adapting between rounds by its strategy (tracking, meta, RL^2) as it does in games; the rates are over all its bouts. Default: independent bouts, no adaptation."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write the curve (win rate and steps to close against env steps) to this PNG."),
     json_out: bool = typer.Option(False, "--json", help="Print the curve as JSON on stdout."),
 ) -> None:
@@ -52,6 +72,8 @@ def sumo_curve(
 
     if bouts < 1:
         raise UserError(f"--bouts must be at least 1, got {bouts}")
+    if rounds is not None and rounds < 1:
+        raise UserError(f"--rounds must be at least 1, got {rounds}")
     if physics not in ("faithful", "fast"):
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
     if plot is not None and not plot.lower().endswith(".png"):
@@ -85,14 +107,17 @@ def sumo_curve(
             for o in opponents:
                 status.update(f"{name}@{v} against {o}")
                 opp = opp_data[o]
-                if isinstance(opp, AgentData) and opp.spec.get("arch") == "rl2" or me.spec.get("arch") == "rl2":
-                    raise UserError("RL^2 agents need their reward inputs: compare them in games (sumo play)")
-                kind, body = opp if isinstance(opp, tuple) else (opp, None)
-                s = summary(play_bouts(me, kind, bouts, seed, physics=physics, opp_body=body, face_opponent=face_opponent))
+                if rounds is not None:
+                    s = _game_summary(me, opp, rounds, seed, physics)
+                else:
+                    if isinstance(opp, AgentData) and opp.spec.get("arch") == "rl2" or me.spec.get("arch") == "rl2":
+                        raise UserError("RL^2 agents need their reward inputs: evaluate them as they play in games (--rounds)")
+                    kind, body = opp if isinstance(opp, tuple) else (opp, None)
+                    s = summary(play_bouts(me, kind, bouts, seed, physics=physics, opp_body=body, face_opponent=face_opponent))
                 rows.append({"version": v, "env_steps": v * steps_per_version if steps_per_version else None,
                              "opponent": o, **s})
-    doc = {"agent": name, "bouts": bouts, "seed": seed, "physics": physics, "start": "facing" if face_opponent else "reference",
-           "curve": rows}
+    doc = {"agent": name, "bouts": bouts if rounds is None else rounds * GAME_EPISODES, "seed": seed, "physics": physics,
+           "start": "facing" if face_opponent else "reference", "adapting": rounds is not None, "curve": rows}
     if plot:
         from sumo_cli.report.curves import learning_curve
 
@@ -102,13 +127,15 @@ def sumo_curve(
         return
     from rich.table import Table
 
-    table = Table(title=f"{name}: {bouts} bouts per point, {physics} physics, seed {seed}")
+    how = f"games of {rounds} rounds x {GAME_EPISODES} bouts, adapting" if rounds else f"{bouts} bouts"
+    table = Table(title=f"{name}: {how} per point, {physics} physics, seed {seed}")
     for col in ("version", "env steps", "opponent", "win", "draw", "loss", "mean length", "steps to close"):
         table.add_column(col, justify="left" if col == "opponent" else "right")
     for r in rows:
         table.add_row(str(r["version"]), f"{r['env_steps']:,}" if r["env_steps"] is not None else "-", r["opponent"],
                       f"{r['win_rate']:.0%}", f"{r['draw_rate']:.0%}", f"{r['loss_rate']:.0%}",
-                      f"{r['mean_length']:.0f}", f"{r['mean_steps_to_close']:.0f}")
+                      f"{r['mean_length']:.0f}",
+                      "-" if r.get("mean_steps_to_close") is None else f"{r['mean_steps_to_close']:.0f}")
     err_console.print(table)
     if plot:
         err_console.print(f"curve written to {plot}")

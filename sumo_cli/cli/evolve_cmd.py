@@ -62,6 +62,7 @@ def evolve(
     agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated base population instead of the paper's 105."),
     bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies."),
     kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
+    plan: Optional[Path] = typer.Option(None, "--plan", help="The population a plan trained (sumo population train --plan FILE) instead of the shipped one."),
     rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100)."),
     episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
@@ -90,7 +91,13 @@ def evolve(
         if agents:
             members = pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
         else:
-            members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None)
+            slots = None
+            if plan is not None:
+                from sumo_cli.population_plan import load_plan
+
+                slots = load_plan(plan).members()
+            members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
+                                           slots)
         from sumo_cli.compete.evolution import EvolutionRunner, evolution_config
 
         config = evolution_config(members, copies, generations, matches, rounds, episodes, physics)

@@ -35,6 +35,7 @@ def tournament(
     agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated agents to use instead, e.g. zoo-ant-lstm-v3,ant-meta@5."),
     bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies (comma-separated)."),
     kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
+    plan: Optional[Path] = typer.Option(None, "--plan", help="The population a plan trained (sumo population train --plan FILE) instead of the shipped one."),
     matches: int = typer.Option(1000, "--matches", help="Random pairs to play (paper: 1000)."),
     rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100)."),
     episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
@@ -67,7 +68,13 @@ def tournament(
         if agents:
             members = pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
         else:
-            members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None)
+            slots = None
+            if plan is not None:
+                from sumo_cli.population_plan import load_plan
+
+                slots = load_plan(plan).members()
+            members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
+                                           slots)
             if population is not None:
                 if population < 2:
                     raise UserError(f"--population must be at least 2, got {population}")

@@ -70,6 +70,45 @@ class AgentData:
         )
 
 
+@dataclass(frozen=True)
+class FixedOpponent:
+    """A body that does not learn or adapt: ``motionless`` (zero torques) or ``random`` (uniform
+    torques in [-1, 1]), as in :mod:`sumo_cli.compete.bouts`; an adaptive agent can be measured
+    against it as it plays in games."""
+
+    kind: str  # "motionless" | "random"
+    body: str
+    version: int = 0
+
+    @property
+    def display(self) -> str:
+        return f"{self.kind}-{self.body}"
+
+
+class _FixedSide:
+    """The side of a :class:`FixedOpponent`: no policy, no experience, no adaptation."""
+
+    def __init__(self, opponent: FixedOpponent, E: int, n_actions: int, seed: int):
+        if opponent.kind not in ("motionless", "random"):
+            raise ValueError(f"unknown fixed opponent {opponent.kind!r}")
+        self.kind, self.E, self.n_actions = opponent.kind, E, n_actions
+        self.rng = np.random.default_rng(game_seed(seed, 0xF1D))
+
+    def start_round(self) -> None:
+        pass
+
+    def act(self, t: int, obs: np.ndarray) -> np.ndarray:
+        if self.kind == "random":
+            return self.rng.uniform(-1.0, 1.0, (self.E, self.n_actions))
+        return np.zeros((self.E, self.n_actions))
+
+    def record(self, t: int, reward: np.ndarray, active: np.ndarray) -> None:
+        pass
+
+    def bouts_ended(self, final_obs: np.ndarray, ended: np.ndarray) -> None:
+        pass
+
+
 @dataclass
 class GameSettings:
     rounds: int = 100  # paper: 100 rounds
@@ -246,7 +285,7 @@ def game_result(a: str, b: str, seed: int, settings: GameSettings, rounds: list[
 
 def play_game(
     a: AgentData,
-    b: AgentData | list[AgentData],
+    b: AgentData | list[AgentData] | FixedOpponent,
     settings: GameSettings,
     seed: int,
     on_round: Callable[[RoundResult], None] | None = None,
@@ -257,7 +296,9 @@ def play_game(
 
     ``on_step(round, env, step_result, active)`` is called after each round's reset (with
     ``step_result`` and ``active`` None) and after every env step: videos record poses through it.
-    ``stop_after`` ends the game after that round (0-based), e.g. to replay up to a chosen round."""
+    ``stop_after`` ends the game after that round (0-based), e.g. to replay up to a chosen round.
+    ``b`` may be a :class:`FixedOpponent` (a motionless or random body), against which A adapts as in
+    any game."""
     from sumo_cli.sim.sumo_env import MAX_STEPS, BatchedSumo
 
     if settings.rounds < 1 or settings.episodes < 1:
@@ -271,14 +312,15 @@ def play_game(
     E = settings.episodes
     torch_gen = torch.Generator().manual_seed(game_seed(seed, 0xAC7))
     pa = a.player()
-    pb_all = [v.player() for v in b_versions]
-    S.start_game([pa, pb_all[0]])
+    fixed = isinstance(b_versions[0], FixedOpponent)
+    pb_all = [] if fixed else [v.player() for v in b_versions]
+    S.start_game([pa, *pb_all[:1]])
     env = BatchedSumo(a.body, b_versions[0].body, E, physics=settings.physics, seed=seed, auto_reset=False,
                       n_threads=settings.threads)
     max_len = MAX_STEPS + 1
     side_a = _Side(pa, E, max_len, torch_gen)
-    pb = pb_all[0]
-    side_b = _Side(pb, E, max_len, torch_gen)
+    pb = None if fixed else pb_all[0]
+    side_b = _FixedSide(b_versions[0], E, env.spec_b.n_actions, seed) if fixed else _Side(pb, E, max_len, torch_gen)
     rounds: list[RoundResult] = []
     last = settings.rounds - 1 if stop_after is None else min(stop_after, settings.rounds - 1)
     try:
@@ -328,7 +370,7 @@ def play_game(
             if r == last:
                 break
             exp_a = side_a.experience(lengths, terminated) if pa.strategy in S.ADAPTING else None
-            exp_b = side_b.experience(lengths, terminated) if pb.strategy in S.ADAPTING else None
+            exp_b = side_b.experience(lengths, terminated) if pb is not None and pb.strategy in S.ADAPTING else None
             t3 = time.perf_counter()
             S.adapt([pa], [exp_a])
             t4 = time.perf_counter()

@@ -30,28 +30,33 @@ class Member:
 
 
 def stage_versions(versions: list[int], stages: int = STAGES) -> list[int]:
-    """``stages`` versions spread over the agent's history, the last one included."""
-    vs = sorted(versions)
-    if len(vs) < stages:
+    """``stages`` distinct versions spread over the agent's history, the last one included: from the
+    last stage down, the stored version nearest k/stages of the latest that no later stage took."""
+    vs = sorted(set(versions))
+    if len(vs) <= stages:
         return vs
-    out = []
-    for k in range(1, stages + 1):
+    out: list[int] = []
+    for k in range(stages, 0, -1):
         target = vs[-1] * k / stages
-        out.append(min(vs, key=lambda v: (abs(v - target), v)))
-    return sorted(set(out))
+        out.append(min((v for v in vs if v not in out), key=lambda v: (abs(v - target), v)))
+    return sorted(out)
 
 
-def paper_population(db: Database, bodies: list[str] | None = None, combos: list[str] | None = None) -> list[Member]:
-    """The 105 (or the filtered subset): every combination agent's five stages. Missing agents are
-    reported together, with how to get them."""
+def paper_population(db: Database, bodies: list[str] | None = None, combos: list[str] | None = None,
+                     slots: dict[str, str] | None = None) -> list[Member]:
+    """The 105 (or the filtered subset): every combination agent's five stages. ``slots`` maps a
+    combination's canonical name to the agent that fills it (a population plan's steps, e.g.
+    ``ant-meta`` -> ``pop-ant-meta``); by default the canonical names themselves (the shipped
+    population). Missing agents are reported together, with how to get them."""
     bodies = bodies or list(names.BODIES)
     members, missing = [], []
     with db.read() as s:
         for body in bodies:
             for arch, strategy in names.COMBINATIONS:
-                name = names.canonical_name(body, arch, strategy)
-                if combos and f"{arch}-{strategy}" not in combos and name not in combos:
+                slot = names.canonical_name(body, arch, strategy)
+                if combos and f"{arch}-{strategy}" not in combos and slot not in combos:
                     continue
+                name = (slots or {}).get(slot, slot)
                 agent = registry.get_agent(s, name)
                 if agent is None or not agent.versions:
                     missing.append(name)
@@ -59,10 +64,12 @@ def paper_population(db: Database, bodies: list[str] | None = None, combos: list
                 for v in stage_versions([x.version for x in agent.versions]):
                     members.append(Member(f"{name}@{v}", body, arch, strategy))
     if missing:
+        how = ("train them with `sumo population train` (its plan's steps)" if slots else
+               "train them with `sumo population train` (the paper's plan) and play them with --plan, "
+               "or name the players with --agents")
         raise UserError(
             f"the database cannot fill the population: {len(missing)} agents are missing ({', '.join(missing[:8])}"
-            f"{', ...' if len(missing) > 8 else ''}); train them with `sumo train --body B --arch A --strategy S`, "
-            "or name the players with --agents"
+            f"{', ...' if len(missing) > 8 else ''}); {how}"
         )
     return members
 
