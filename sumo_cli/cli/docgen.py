@@ -171,7 +171,7 @@ def render() -> str:
     parts.append("Commands: " + ", ".join(
         f"[`{' '.join(p)}`](#{'-'.join(p)})" for p, _ in commands[1:]) + ".\n")
     for path, cmd in commands:
-        parts.append(f'<a id="{"-".join(path)}"></a>\n\n' + render_command(path, cmd))
+        parts.append(render_command(path, cmd))
     return "\n".join(parts).rstrip() + "\n"
 
 
