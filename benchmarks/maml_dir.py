@@ -266,7 +266,7 @@ def oracle_task(task_cls: type) -> type:
 
 TASKS = {"ant": AntDirection, "runner": RunnerDirection, "runner-vel": RunnerVelocity}
 # the runner: 600 iterations = 24 M env steps per seed, 35-40 min of meta-training and ~30 min of PPO on one
-# core; at 300 the first step gained two thirds of what it gains at 600 (README)
+# core; at 300 the first step gained two thirds of what it gains at 600 (docs/lab-record.md)
 DEFAULT_ITERS = {"ant": 40, "runner": 600, "runner-vel": 300}
 
 

@@ -215,8 +215,8 @@ def main(argv=None) -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     # scale (MAML: 500 iterations of 40 tasks x 20 episodes, TRPO). With the earlier rates (lr 1e-3, log-alpha lr
     # 0.01) longer or larger meta-training diverged: 250 iterations in 2 of 3 seeds, 20 episodes per task after ~100
-    # (README). With MetaConfig's rates now (3e-4, 0.003) 150 iterations x 10 tasks x 10 episodes held in 5 of 5 seeds
-    # (first step +25.4 +- 1.4 with the corrected multi-step score term, 91% of MAML's; README); 250 iterations
+    # (docs/lab-record.md). With MetaConfig's rates now (3e-4, 0.003) 150 iterations x 10 tasks x 10 episodes held in 5 of 5 seeds
+    # (first step +25.4 +- 1.4 with the corrected multi-step score term, 91% of MAML's; docs/lab-record.md); 250 iterations
     # broke 1 of 3 seeds after ~200 (before that correction)
     ap.add_argument("--iters", type=int, default=150, help="meta-iterations per seed")
     ap.add_argument("--tasks", type=int, default=10, help="tasks per meta-iteration")

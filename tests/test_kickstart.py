@@ -142,7 +142,7 @@ def test_the_fight_recipe_kickstarts_an_lstm_from_the_bodys_mlp(cli, tmp_path):
 
 
 def test_the_fight_recipe_kickstarts_a_spider_mlp_from_the_spider_lstm(cli, tmp_path, monkeypatch):
-    """The Spider MLP passes its bars only when the Spider LSTM teaches it (README: Results), so the
+    """The Spider MLP passes its bars only when the Spider LSTM teaches it (docs/lab-record.md), so the
     recipe gives a Spider MLP the body's LSTM as its teacher; other bodies' MLPs learn alone."""
     monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
     tiny = [*FIGHT_TINY, "--iterations", "1"]

@@ -1,6 +1,6 @@
 """Training from scratch shows a learning signal under the faithful rules within a few minutes.
 
-An Ant is trained by PPO against a motionless Ant with the recipe the README's results describe
+An Ant is trained by PPO against a motionless Ant with the recipe docs/lab-record.md describes
 (a potential-based approach reward, the outcome weighted 0.1 from the start, a facing start, fast
 physics) for 80 iterations (328k env steps), then it and its untrained start play the same 24
 seeded bouts under the faithful physics, rules and rewards, from the facing start. The trained

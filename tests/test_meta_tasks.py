@@ -1,5 +1,6 @@
 """The task API (sumo_cli.learn.tasks): distributions and chains, the MAML-style adaptation curve,
-the execution-time adapters, and the README's new-task example (run as written, at fewer iterations)."""
+the execution-time adapters, and the new-task example of docs/method.md (run as written, at fewer
+iterations)."""
 
 import re
 from pathlib import Path
@@ -14,7 +15,7 @@ from sumo_cli.learn import tasks as TK
 from sumo_cli.nets import policy as P
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-README = Path(__file__).resolve().parents[1] / "README.md"
+METHOD = Path(__file__).resolve().parents[1] / "docs" / "method.md"
 
 
 class Drift(Navigation2D):
@@ -100,20 +101,20 @@ def test_continue_adapter_takes_one_step_per_round_from_the_current_parameters()
 
 
 def readme_example() -> str:
-    text = README.read_text()
+    text = METHOD.read_text()
     section = text.split("### Meta-learning on a new task", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 def test_readme_new_task_example_runs_and_adapts(capsys):
-    """The README's complete new-task example, as written except for fewer meta-iterations: it
+    """docs/method.md's complete new-task example, as written except for fewer meta-iterations: it
     runs, is at most 60 lines, and the meta-trained update improves the return on held-out tasks
     of the distribution within its 3 steps."""
     code = readme_example()
     assert len(code.strip().splitlines()) <= 60
     assert "iterations=30" in code
     ns: dict = {"__name__": "readme_example"}
-    exec(compile(code.replace("iterations=30", "iterations=12"), "README.md", "exec"), ns)
+    exec(compile(code.replace("iterations=30", "iterations=12"), "docs/method.md", "exec"), ns)
     out = capsys.readouterr().out
     rows = re.findall(r"(\w+) mean return after 0, 1, 2, 3 steps: \[(.*?)\]", out)
     assert [r[0] for r in rows] == ["FindTheSpot", "DriftingSpot"]

@@ -120,7 +120,7 @@ SHIPPED = [a for a in shipped.read_manifest(REPO_POLICIES) if a.strategy == "non
 @pytest.mark.parametrize("name", [a.name for a in SHIPPED])
 def test_shipped_agents_push_a_motionless_ant_off_from_the_standard_start(name, tmp_path, monkeypatch):
     """A few seeded faithful bouts from the reference start: at least 80% won (the bar of the
-    training issue is 90% over 48 bouts; README: Results)."""
+    training issue is 90% over 48 bouts; docs/lab-record.md)."""
     from sumo_cli.compete.bouts import MOTIONLESS, play_bouts
     from sumo_cli.compete.game import AgentData
     from sumo_cli.library import load_agent

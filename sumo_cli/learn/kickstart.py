@@ -5,7 +5,7 @@ plain PPO.
 
 Here the teacher is one of this project's own stored MLP or LSTM agents (``--teacher NAME@V``),
 e.g. the self-play Ant MLP teaching an Ant LSTM, which learns the same recipe more slowly per env
-step, or a Spider LSTM teaching a Spider MLP (README: Results). The loss is the KL divergence
+step, or a Spider LSTM teaching a Spider MLP (docs/lab-record.md). The loss is the KL divergence
 KL(teacher || student) of the two diagonal Gaussians per step, summed over the action dimensions and
 averaged over the minibatch's steps; the teacher's means are computed once per iteration on the
 rollout's observations (normalised with the teacher's own statistics), so the teacher costs one

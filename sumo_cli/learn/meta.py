@@ -59,7 +59,7 @@ Design choices (each is a :class:`MetaConfig` field; the defaults are stated the
   tests/test_meta_exact.py checks the estimator against exact enumeration; on its bandit the
   theta-gradient without the term is ~41% too small. The term is ``score_term`` (in
   :meth:`MetaConfig.paper`); the default leaves it out, as MAML's code does: the bias costs less than
-  the term's variance (README: meta-learning benchmarks).
+  the term's variance (docs/lab-record.md: MAML benchmarks).
 * Step sizes: ``alpha = exp(log_alpha)`` (always positive), one scalar per step (paper). Because
   theta holds the value function too, the outer value loss (orders of magnitude larger than the
   standardised PPO surrogate) then also drives the shared alpha: on the drifting-goal point this
@@ -102,7 +102,7 @@ class MetaConfig:
     # a mean over steps of standardised advantages (inner_reduce, inner_norm_adv), so alpha is horizon- and
     # reward-scale-free. MAML's 0.1 (Finn et al. 2017) grew only to ~0.3 in 100 iterations on 2D navigation and its
     # first step gained 5.5; started at 0.5 the step sizes went on to ~0.6-0.9 and the first step gained 15.6
-    # (README, 3 seeds each). Stored as log alpha
+    # (docs/lab-record.md, 3 seeds each). Stored as log alpha
     alpha_per: str = "tensor"  # "step": one scalar per step (paper); "net": per step for the policy and for the
     # value function ("vf/" keys) separately; "tensor": one per step and parameter tensor (default: the value loss
     # then moves only the value function's step sizes, and each layer finds its own scale; Meta-SGD-like)
@@ -116,7 +116,7 @@ class MetaConfig:
     # consecutive steps, every one of which must pay off, as MAML++'s multi-step loss; theta's own return is not a
     # target, theta learns to collect informative episodes through the score-function term); "all" = the same mean
     # with theta's return phi^0 included. On 2D navigation (150 iterations, 5 seeds) the first step gains 25.4
-    # +- 1.4, 91% of MAML's (README); "all" was within the seeds' spread of "post" before the score term was fixed
+    # +- 1.4, 91% of MAML's (docs/lab-record.md); "all" was within the seeds' spread of "post" before the score term was fixed
     inner_data: str = "fresh"  # training: "reuse" one batch (IW at steps >= 2) or "fresh" batch per step (appendix;
     # default: step m learns from episodes of phi^{m-1}, as at execution, where each round adapts on its own episodes);
     # read by meta_train (adapt/meta_loss decide by the number of batches they are given)
@@ -142,12 +142,12 @@ class MetaConfig:
     # the meta-update is trained on the data it meets at execution (needs inner_data="reuse")
     # --- outer loop (PPO on the post-adaptation trajectories) ---
     lr: float = 3e-4  # paper: 3e-4 (Adam) for theta. 1e-3 learnt faster on 2D navigation for ~100 iterations,
-    # then broke in longer runs (README: meta-learning benchmarks)
+    # then broke in longer runs (docs/lab-record.md: MAML benchmarks)
     lr_alpha: float = 0.003  # paper: 3e-4 for alpha. Applied to log alpha, Adam moves it by up to lr_alpha per
     # outer epoch (4 per iteration), so alpha can change by a factor of e in ~80 iterations; at the paper's rate
     # alpha moves by ~30% in 1,000 iterations. At 0.01, 5 of 6 longer or larger 2D-navigation runs broke after
     # 45-110 iterations with single step sizes grown to 50-190; at 0.003 (with lr 3e-4) 3 of 3 seeds held over
-    # 150 iterations, none above 1.6, and their first step gained 79% of MAML's (README). At 0.03 two runs
+    # 150 iterations, none above 1.6, and their first step gained 79% of MAML's (docs/lab-record.md). At 0.03 two runs
     # diverged within 20 iterations
     gamma: float = 0.995  # paper: GAE gamma
     lam: float = 0.95  # paper: GAE lambda
@@ -159,19 +159,19 @@ class MetaConfig:
     # each task's mean over its valid steps before the standardisation (MAML-RL refits its baseline and normalises
     # advantages per task): a value function that does not see the hidden task (a direction, a goal velocity)
     # leaves a per-task offset in every advantage of the task, noise that a per-task constant removes without bias.
-    # Off by default: on the runner's directions its first step gained less on both seeds tried (README)
+    # Off by default: on the runner's directions its first step gained less on both seeds tried (docs/lab-record.md)
     outer_epochs: int = 4  # PPO epochs per meta-iteration (not in paper); theta changes -> phi is recomputed
     outer_minibatches: int = 1  # minibatches = disjoint subsets of the tasks
     outer_target_kl: float | None = None  # stop a meta-iteration's remaining outer epochs once the epoch's mean
     # approximate KL of the sampling policies (theta and phi^1..phi^M against what collected each batch, the
     # largest of them) exceeds this (as PPOConfig.target_kl); None: all epochs. A guard for more epochs and
-    # minibatches: 8 epochs of 2-4 minibatches learnt faster on the runner, then collapsed (README)
+    # minibatches: 8 epochs of 2-4 minibatches learnt faster on the runner, then collapsed (docs/lab-record.md)
     outer_kl_lr: float | None = None  # adapt theta's learning rate to this KL per meta-iteration (the largest
     # epoch mean of approx_kl): x1.5 after an iteration below half of it, /1.5 after one above twice it, within
     # outer_lr_range (rl_games' adaptive schedule; MAML's outer TRPO step takes KL 0.01 every iteration). None: lr
     # stays. At the default lr an iteration moves theta by KL ~0.0004 (2D navigation) to 0.0002-0.0013 (runner);
     # at a target of 0.01 the runner's first step gained more (32.5 against 26.8, 3 seeds) and 2D navigation's
-    # less (15.7 against 25.4): off by default (README)
+    # less (15.7 against 25.4): off by default (docs/lab-record.md)
     outer_lr_range: tuple[float, float] = (1e-5, 1e-2)
     max_grad_norm: float | None = 0.5  # global-norm clip (not in paper), applied separately to the policy part of
     # theta, its value part and log_alpha (one joint norm would let the large value gradients scale the policy's away)
@@ -179,8 +179,8 @@ class MetaConfig:
     score_term: bool = False  # the score-function term of the pre-update trajectories (paper: included; MAML-RL
     # code drops it). Unbiased but, weighting each task's whole pre-update log-likelihood by one return, of high
     # variance: without it (MAML's own estimator) the runner's first learnt step gained 97 instead of 27 at 300
-    # iterations (3 seeds, each ahead) and 2D navigation's every step improved (5 seeds; README: meta-learning
-    # benchmarks). MetaConfig.paper() keeps it
+    # iterations (3 seeds, each ahead) and 2D navigation's every step improved (5 seeds; docs/lab-record.md:
+    # MAML benchmarks). MetaConfig.paper() keeps it
     score_coef: float = 1.0
     score_baseline: str = "loo"  # "loo": mean post-return of the *other* tasks in the batch; "ema"; "none"
     score_ema: float = 0.9  # decay of the "ema" baseline (kept by the training loop)
@@ -188,7 +188,7 @@ class MetaConfig:
     execution: str = "continue"  # "paper": Algorithm 2, every round phi = M steps from theta* on the importance-
     # weighted buffer of earlier rounds; "continue" (default): every round one learnt step from the current parameters
     # on that round's own episodes (on-policy, no importance weights), step r with alpha_min(r, M): what meta-training
-    # with inner_data="fresh" optimises. The paper's rule fell below its one-update return on later rounds (README)
+    # with inner_data="fresh" optimises. The paper's rule fell below its one-update return on later rounds (docs/lab-record.md)
     buffer_episodes: int = ROBOSUMO_BUFFER_EPISODES  # paper: 75 (RoboSumo), 3 (locomotion)
     # --- recurrent nets ---
     bptt_chunk: int | None = None  # detach the recurrent state every k steps (paper trains with T=10); None: full BPTT
@@ -245,7 +245,7 @@ class MetaConfig:
         at 0.001 and trained at 3e-4 like theta, steps clipped to [-0.1, 0.1], the inner loss summed
         over each episode with the stored value as its baseline, the score-function term of the pre-update
         trajectories, Algorithm 2 at execution. On 2D navigation these adapted
-        almost nothing (the README's benchmark section)."""
+        almost nothing (docs/lab-record.md's benchmark section)."""
         base = dict(num_steps=3, alpha_init=1e-3, alpha_per="step", clip_value=0.1, inner_adv="value", inner_norm_adv=False,
                     inner_vf_norm=False, inner_reduce="episode", lr=3e-4, lr_alpha=3e-4, execution="paper",
                     inner_data="reuse", outer_steps="last", score_term=True)

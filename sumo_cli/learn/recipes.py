@@ -6,7 +6,7 @@ they stay the defaults of runs stored before recipes existed, so those resume un
 is recorded with its run (``TrainConfig.recipe``) for provenance; the run's full configuration is
 stored as well, so a recipe changed later never changes a stored run.
 
-Each value of a recipe carries its reason: a measurement (README: Results) or a source.
+Each value of a recipe carries its reason: a measurement (docs/lab-record.md) or a source.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ PAPER = Recipe("paper", "the paper's and the reference environment's values: ref
                "push 10, move 0.1) annealed to the sparse outcome over 500 updates, faithful physics, "
                "8 x 512 env steps per update")
 
-# Learns to push from a facing start within minutes (README: Results, "What learns to push").
+# Learns to push from a facing start within minutes (docs/lab-record.md: earlier recipes).
 PUSH = Recipe("push", "the earlier small-batch recipe: closing-in reward, facing start, motionless opponents", {
     "physics": "fast",
     "approach_coef": 5.0, "push_coef": 0.0, "move_coef": 0.0, "control_coef": 0.02,
@@ -48,8 +48,8 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
     # from the standard start the opponent may be behind the agent, and turning toward it from world
     # coordinates and a quaternion is a product of inputs that a tanh MLP learns slowly.
     "features": "ego",
-    # implicitfast is ~3x faster than RK4 and reproduces the original agents' statistics (README:
-    # The environment); every evaluation uses the faithful physics.
+    # implicitfast is ~3x faster than RK4 and reproduces the original agents' statistics (docs/lab-record.md:
+    # the original policies); every evaluation uses the faithful physics.
     "physics": "fast",
     # 64 bout slots x 512 steps = 32,768 env steps per update: large batches were "critical for
     # learning in the competitive setting" (the paper); the 4,096-step batches of earlier recipes
@@ -77,14 +77,14 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
     # motionless opponents are the shipped Ant and Bug MLPs' bodies (the versions its earlier
     # policies trained against), and half of its bouts stay motionless after the first 100
     # iterations: it first has to learn to stand. The rest of its bouts are Spiders: its own snapshots
-    # and the shipped still-spider. Measured (README: Results, Spider): the Spider runs that played
+    # and the shipped still-spider. Measured (docs/lab-record.md: Spider): the Spider runs that played
     # only Ants and Bugs (500 motionless iterations) won 60% and 62% against their versions at 20% of
     # the run (bar 70%); with Spiders in the pool the MLP's version 600 won 72.4% against its 120,
     # and 95.8 / 90.6 / 97.4% against a motionless Ant, a motionless Bug and random actions.
     # A Spider MLP is kickstarted by the body's LSTM when the database has one (the shipped spider-lstm):
     # alone, the Spider MLP won 83-91% of faithful bouts against motionless bodies whichever run trained it;
     # taught by the Spider LSTM shipped then (kick-spider-lstm@260) it won 92-93% on fresh seeds after
-    # 300 iterations (README: Results).
+    # 300 iterations (docs/lab-record.md).
     "spider": {"opponents": ["self", "ant-mlp@155", "bug-mlp@328", "still-spider@400"],
                "motionless_iterations": 100, "motionless_fraction": 0.5, "teacher": AUTO_TEACHER_BOTH},
 })

@@ -122,7 +122,7 @@ class TrainConfig(StoredConfig):
     push_out_coef: float = 0.0  # +c x (speed at which the opponent's torso leaves the centre); not in
     # the reference: a potential-based push reward that is zero on average for a standing opponent
     tilt_coef: float = 0.0  # +c x (rate of change of the opponent torso's tilt minus the own); not in
-    # the reference: the original LSTMs win by lifting the opponent's front (README: Results)
+    # the reference: the original LSTMs win by lifting the opponent's front (docs/lab-record.md)
     # --- curriculum (all off by default: the reference conditions) -------------------------------
     start_radius: float | None = None  # first iteration's start radius (None: the reference 1.15)
     start_radius_iterations: int = 0  # linear to 1.15 over this many iterations (0: stays)
@@ -139,7 +139,7 @@ class TrainConfig(StoredConfig):
     epochs: int = 10
     num_minibatches: int = 8  # minibatches of 512 steps (MLP) or ~51 BPTT windows (recurrent). The
     # paper's minibatches were large (8,000); CleanRL's 32 of 128 steps cost the MLP twice the update
-    # time for no measured gain (README: Performance, Results). 0 = the choice of runs stored before this
+    # time for no measured gain (docs/performance.md, docs/lab-record.md). 0 = the choice of runs stored before this
     # default: 32 for the MLP, 8 for the recurrent nets (so that they resume unchanged)
     ent_coef: float = 0.0
     reward_scale: float = 0.01  # returns reach +-2000: scaled so the value loss does not swamp the
@@ -149,14 +149,14 @@ class TrainConfig(StoredConfig):
     # imitate; "" = none; "auto" (the fight recipe) is resolved when the run is created: the body's MLP for a
     # recurrent learner if the database has one, else none ("auto-both", the fight recipe's Spider: also the
     # body's LSTM for an MLP learner). On the fight recipe alone the Ant LSTM plateaued
-    # at 81% against motionless Ants, where the Ant MLP reached 98% (README: Results)
+    # at 81% against motionless Ants, where the Ant MLP reached 98% (docs/lab-record.md)
     teacher_coef: float = 1.0  # weight of KL(teacher || policy) at iteration 1 (Schmitt et al. 2018 start at 1 too)
     teacher_iterations: int = 100  # the weight decays linearly to 0 over this many iterations; plain PPO after
     # --- meta-learning (strategy meta) ------------------------------------------------------------
     alpha_init: float = 0.5  # the learnt step sizes' start (MetaConfig.alpha_init: 0.5, chosen on 2D
     # navigation from fresh weights). A warm-started learner (--init-from) is already a good policy that one
     # noisy step of 0.5 per unit-variance advantage can only spoil: from ant-mlp@588 its held-out return
-    # fell after adaptation from the first iteration on (README: Results, meta-learning on RoboSumo)
+    # fell after adaptation from the first iteration on (docs/lab-record.md: meta-learning on RoboSumo)
     # --- snapshots and evaluation ----------------------------------------------------------------
     snapshot_every: int = 1  # the paper snapshots every iteration
     eval_every: int = 0  # evaluate vs a motionless opponent under faithful conditions (0: never)

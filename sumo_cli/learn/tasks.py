@@ -13,7 +13,7 @@ in RoboSumo). Two kinds, which differ only in what ``next_task`` does:
 
 To write a task, subclass :class:`TaskFamily` and implement four small functions of numpy arrays
 (``draw``, ``start``, ``move`` and, for a chain, ``successor``); the base class does the grouping,
-the horizon, the auto-reset and the :class:`StepOut` bookkeeping. The README has a complete
+the horizon, the auto-reset and the :class:`StepOut` bookkeeping. docs/method.md has a complete
 example. The meta-learner then runs on it unchanged: :func:`sumo_cli.learn.meta_train.meta_train`
 (Algorithm 1) and :func:`adaptation_curve` (returns after 0, 1, ..., k adaptation steps).
 
