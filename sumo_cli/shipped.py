@@ -146,13 +146,12 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def ship(folder: Path, name: str, body: str, arch: str, strategy: str,
-         versions: list[tuple[int, Path, str, int | None, int | None]], provenance: dict,
-         default_version: int | None = None) -> dict:
-    """Copy checkpoints into ``folder`` as agent ``name`` and record it in the manifest (replacing
-    an entry of the same name). ``versions``: (version, checkpoint base, expected SHA-256,
-    iteration, env steps); every file is checked against its hash before it is copied. Returns the
-    manifest entry."""
+def ship_entry(folder: Path, name: str, body: str, arch: str, strategy: str,
+               versions: list[tuple[int, Path, str, int | None, int | None]], provenance: dict,
+               default_version: int | None = None) -> dict:
+    """Copy checkpoints into ``folder`` as agent ``name`` and return its manifest entry (not written).
+    ``versions``: (version, checkpoint base, expected SHA-256, iteration, env steps); every file is
+    checked against its hash before it is copied."""
     folder.mkdir(parents=True, exist_ok=True)
     entries = []
     for version, base, sha, iteration, steps in versions:
@@ -164,13 +163,29 @@ def ship(folder: Path, name: str, body: str, arch: str, strategy: str,
         for suffix in (".safetensors", ".json"):
             shutil.copyfile(src.with_suffix(suffix), folder / (rel + suffix))
         entries.append({"version": version, "file": rel, "sha256": sha, "iteration": iteration, "env_steps": steps})
-    entry = {"name": name, "body": body, "arch": arch, "strategy": strategy, "default_version": default_version,
-             "versions": entries, "provenance": provenance}
+    return {"name": name, "body": body, "arch": arch, "strategy": strategy, "default_version": default_version,
+            "versions": entries, "provenance": provenance}
+
+
+def write_manifest(folder: Path, agents: list[dict], keep: bool = False) -> None:
+    """Write ``folder``'s manifest with ``agents`` (with ``keep``, over the entries it holds: an entry of
+    the same name is replaced) and the total size of the files it ships."""
     manifest = folder / "manifest.json"
-    doc = json.loads(manifest.read_text()) if manifest.is_file() else {"format": FORMAT, "format_version": FORMAT_VERSION,
-                                                                         "agents": []}
-    doc["agents"] = [a for a in doc["agents"] if a["name"] != name] + [entry]
-    doc["agents"].sort(key=lambda a: a["name"])
-    doc["total_bytes"] = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.name != "manifest.json")
+    doc = {"format": FORMAT, "format_version": FORMAT_VERSION, "agents": []}
+    if keep and manifest.is_file():
+        doc = json.loads(manifest.read_text())
+    new = {a["name"] for a in agents}
+    doc["agents"] = sorted([a for a in doc["agents"] if a["name"] not in new] + agents, key=lambda a: a["name"])
+    doc["total_bytes"] = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.suffix in (".safetensors", ".json")
+                             and p.name != "manifest.json")
     manifest.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def ship(folder: Path, name: str, body: str, arch: str, strategy: str,
+         versions: list[tuple[int, Path, str, int | None, int | None]], provenance: dict,
+         default_version: int | None = None) -> dict:
+    """Copy checkpoints into ``folder`` as agent ``name`` and record it in the manifest (replacing
+    an entry of the same name). Returns the manifest entry."""
+    entry = ship_entry(folder, name, body, arch, strategy, versions, provenance, default_version)
+    write_manifest(folder, [entry], keep=True)
     return entry

@@ -15,14 +15,19 @@ def list_agents(
     ctx: typer.Context,
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
-    """List all agents (name, body, architecture, strategy, provenance, versions)."""
+    """List all agents grouped by body and combination (the paper's seven first), with the five
+    versions that stand for each population member (its stages)."""
     if ctx.invoked_subcommand is not None:
         return
     from rich.table import Table
     from sqlalchemy import select
 
+    from sumo_cli import names
+    from sumo_cli.compete.population import stage_versions
     from sumo_cli.store.models import Agent
 
+    combos = {names.canonical_name(b, a, st): i for b in names.BODIES for i, (a, st) in enumerate(names.COMBINATIONS)}
+    bodies = {b: i for i, b in enumerate(names.BODIES)}
     db = open_db(ctx)
     with db.read() as s:
         rows = []
@@ -38,19 +43,31 @@ def list_agents(
                     "versions": len(vs),
                     "latest": max(vs) if vs else None,
                     "default_version": a.default_version,
+                    "stages": stage_versions(vs) if a.name in combos else None,
                 }
             )
+    rows.sort(key=lambda r: (bodies.get(r["body"], len(bodies)), r["body"], r["name"] not in combos,
+                             combos.get(r["name"], 0), r["name"]))
     if json_out:
         print_json(rows)
         return
     if not rows:
         err_console.print("no agents yet: `sumo zoo import PATH` imports the original policies; `sumo train` trains one")
         return
-    table = Table(title=f"{len(rows)} agents")
-    for col in ("name", "body", "arch", "strategy", "provenance", "versions", "latest"):
+    members = sum(len(r["stages"]) for r in rows if r["stages"])
+    table = Table(title=f"{len(rows)} agents; the paper's population: {members} of its 105 versions")
+    cols = ("name", "arch", "strategy", "provenance", "versions", "latest", "stages")
+    for col in cols:
         table.add_column(col, justify="right" if col in ("versions", "latest") else "left", no_wrap=col == "name")
+    body = None
     for r in rows:
-        table.add_row(*(str(r[c]) if r[c] is not None else "-" for c in ("name", "body", "arch", "strategy", "provenance", "versions", "latest")))
+        if r["body"] != body:
+            if body is not None:
+                table.add_section()
+            body = r["body"]
+            table.add_row(f"[bold]{body}[/]", *[""] * (len(cols) - 1))
+        shown = {**r, "stages": ",".join(map(str, r["stages"])) if r["stages"] else None}
+        table.add_row(*(str(shown[c]) if shown[c] is not None else "-" for c in cols))
     err_console.print(table)
 
 

@@ -1,0 +1,117 @@
+"""Ship the population a plan trained into ``policies/`` (a maintainer's tool).
+
+    python scripts/ship_population.py --db ~/sumo-runs/pop.sqlite --code-commit abc1234 [--quality q.json]
+
+Every step of the plan that fills a population slot ships under the slot's canonical name (``ant-meta``
+for the step ``pop-ant-meta``) with its five stage versions (compete/population.py); a tracking step's
+entry names its sibling's files, so shared weights are stored once. The manifest is written anew: it
+holds the population and nothing else. Each entry's provenance is its plan entry (the step, its
+``sumo train`` options, what it depends on), seed, env steps and wall time up to its last stage, the
+code commit, the run's stored configuration, what the paper did instead, and, with ``--quality``, the
+measured results (a JSON object keyed by slot, written by ``python -m benchmarks.population_quality``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from sqlalchemy import select
+
+from sumo_cli import shipped
+from sumo_cli.compete.population import stage_versions
+from sumo_cli.population_plan import default_plan_path, load_plan
+from sumo_cli.store import registry
+from sumo_cli.store.database import Database
+from sumo_cli.store.models import Iteration, Run
+
+#: What the paper did where the plan takes a shortcut, by strategy.
+PAPER_DID = {
+    "none": "trained by PPO self-play for thousands of iterations of 32,000 episodes on a cluster; here 300 (MLP) "
+            "or 60 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
+    "track": "a PPO agent trained like its no-adaptation sibling and tracking at execution: here the sibling's very "
+             "versions, played with PPO tracking between rounds",
+    "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained; here 20 "
+            "meta-updates started from the pool agent of its architecture (--init-from, the meta recipe)",
+    "rl2": "trained from scratch against the pool for as long as the pool trained; here 60 updates kickstarted by "
+           "its body's MLP (the rl2 recipe), meeting the pool's versions at the same share of their history "
+           "(--opponent-stride 5)",
+}
+
+
+def _run_facts(s, agent, last: int) -> tuple[Run, int, float]:  # noqa: ANN001
+    run = s.get(Run, agent.origin["run_id"])
+    its = {i.iteration: i for i in s.scalars(select(Iteration).where(Iteration.run_id == run.id))}
+    row = next(v for v in agent.versions if v.version == last)
+    return run, its[row.iteration].env_steps, round(sum(i.wall_seconds for k, i in its.items() if k <= row.iteration), 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--plan", default=str(default_plan_path()))
+    ap.add_argument("--code-commit", required=True)
+    ap.add_argument("--quality", help="measured results by slot (JSON)")
+    ap.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "policies"))
+    args = ap.parse_args(argv)
+    plan = load_plan(args.plan)
+    quality = json.loads(Path(args.quality).read_text()) if args.quality else {}
+    to = Path(args.to)
+    db = Database(args.db if "://" in args.db else f"sqlite:///{Path(args.db).expanduser().resolve()}")
+    entries: dict[str, dict] = {}
+    with db.read() as s:
+        by_step = {}
+        for step in plan.steps:
+            if not step.member:
+                continue
+            source = step.weights_of or step.name
+            agent = registry.get_agent(s, source)
+            if agent is None or not agent.versions:
+                sys.exit(f"step {source} has no versions in {args.db}: train the plan first")
+            stages = stage_versions([v.version for v in agent.versions])
+            run, steps, wall = _run_facts(s, agent, stages[-1])
+            rows = {v.version: v for v in agent.versions}
+            train = list(plan.step(source).train)
+            provenance = {
+                "plan_step": {"name": step.name, "member": step.member,
+                              **({"weights_of": step.weights_of} if step.weights_of else {"train": shlex.join(train)}),
+                              "depends": list(step.depends)},
+                "command": f"sumo population train  (step {step.name} of {Path(args.plan).name})",
+                "seed": run.seed, "env_steps": steps, "iterations": rows[stages[-1]].iteration, "wall_seconds": wall,
+                "code_commit": args.code_commit, "trained_as": source, "config": run.config.get("train", {}),
+                "paper_did": PAPER_DID[step.strategy],
+            }
+            if step.member in quality:
+                provenance["quality"] = quality[step.member]
+            by_step[step.name] = (step, agent, stages, rows, provenance)
+        if to.exists():
+            for child in to.iterdir():
+                if child.is_dir():
+                    shutil.rmtree(child)
+        to.mkdir(parents=True, exist_ok=True)
+        for name, (step, agent, stages, rows, provenance) in by_step.items():
+            if step.weights_of:
+                continue
+            its = {i.iteration: i.env_steps for i in s.scalars(select(Iteration).where(Iteration.run_id == agent.origin["run_id"]))}
+            versions = [(v, Path(rows[v].checkpoint_path), rows[v].sha256, rows[v].iteration, its.get(rows[v].iteration))
+                        for v in stages]
+            entries[step.member] = shipped.ship_entry(to, step.member, step.body, step.arch, step.strategy, versions,
+                                                      provenance, default_version=stages[-1])
+        for name, (step, agent, stages, rows, provenance) in by_step.items():
+            if not step.weights_of:
+                continue
+            sibling = entries[plan.step(step.weights_of).member]
+            entries[step.member] = {**sibling, "name": step.member, "strategy": "track", "provenance": provenance}
+    shipped.write_manifest(to, list(entries.values()))
+    total = sum(p.stat().st_size for p in to.rglob("*") if p.is_file() and p.name != "manifest.json")
+    print(f"shipped {len(entries)} agents ({sum(len(e['versions']) for e in entries.values())} versions, "
+          f"{total / 1e6:.1f} MB) into {to}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
