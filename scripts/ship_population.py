@@ -31,13 +31,13 @@ from sumo_cli.store.models import Iteration, Run
 
 #: What the paper did where the plan takes a shortcut, by strategy.
 PAPER_DID = {
-    "none": "trained by PPO self-play for thousands of iterations of 32,000 episodes on a cluster; here 300 (MLP) "
-            "or 60 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
+    "none": "trained by PPO self-play for thousands of iterations of 32,000 episodes on a cluster; here 200-300 (MLP) "
+            "or 40 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
     "track": "a PPO agent trained like its no-adaptation sibling and tracking at execution: here the sibling's very "
              "versions, played with PPO tracking between rounds",
-    "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained; here 20 "
+    "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained; here 10 "
             "meta-updates started from the pool agent of its architecture (--init-from, the meta recipe)",
-    "rl2": "trained from scratch against the pool for as long as the pool trained; here 60 updates kickstarted by "
+    "rl2": "trained from scratch against the pool for as long as the pool trained; here 40 updates kickstarted by "
            "its body's MLP (the rl2 recipe), meeting the pool's versions at the same share of their history "
            "(--opponent-stride 5)",
 }

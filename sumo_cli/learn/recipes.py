@@ -94,7 +94,7 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
 # learner on 2 cores rather than the paper's cluster-days: these two recipes are the fight recipe's
 # values with what changes for them.
 META = Recipe("meta", "--strategy meta warm-started from a pool agent (--init-from): 8 tasks of 4 bout "
-              "slots per phase, small learnt step sizes, no motionless opponents, 20 iterations", {
+              "slots per phase, small learnt step sizes, no motionless opponents, 10 iterations", {
     **FIGHT.values,
     # 32 slots x 512 steps per phase (8 tasks of 4 slots): the size of every meta run measured on RoboSumo
     # (README: Results, meta-learning on RoboSumo; ~30 s per iteration on one core). The default 64 slots
@@ -108,21 +108,21 @@ META = Recipe("meta", "--strategy meta warm-started from a pool agent (--init-fr
     "motionless_iterations": 0, "motionless_fraction": 0.0,
     # Kickstarting is not defined for the meta-learner's outer loss.
     "teacher": "",
-    # 20 meta-updates (~0.65 M env steps, ~10 minutes on one core): the five stages are versions 4, 8, .., 20.
+    # 10 meta-updates (~0.35 M env steps, ~5 minutes on one core): the five stages are versions 2, 4, .., 10.
     # Measured so far from a warm start: no adaptation gain in either direction within 30-104 iterations
     # (README: Results), so a longer run buys no measured gain; the gain is reported per learner.
-    "iterations": 20,
+    "iterations": 10,
 }, body_values={"spider": {}})
 
 RL2 = Recipe("rl2", "--strategy rl2 taught by the body's MLP: the fight recipe with a short motionless phase, "
-             "60 iterations, teacher weight gone after 30", {
+             "40 iterations, teacher weight gone after 20", {
     **FIGHT.values,
     # Kickstarted by the body's MLP (learn.kickstart), as the fight recipe's LSTMs: the Ant LSTM passed 90%
     # against motionless Ants at 0.66 M env steps with a teacher, and plateaued at 81% after 19.7 M without.
-    "teacher": AUTO_TEACHER, "teacher_iterations": 30,
+    "teacher": AUTO_TEACHER, "teacher_iterations": 20,
     # 10 iterations against motionless bodies (the teacher already pushes), then the pool with 30% motionless.
     "motionless_iterations": 10,
-    "iterations": 60,
+    "iterations": 40,
 }, body_values={"spider": {"motionless_iterations": 10, "motionless_fraction": 0.5, "teacher": AUTO_TEACHER}})
 
 RECIPES = {r.name: r for r in (FIGHT, META, RL2, PAPER, PUSH)}
