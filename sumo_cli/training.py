@@ -95,7 +95,7 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
             if token.lower() == SP.SELF:
                 opponents.append(Opponent(SP.SELF, cfg.body))
                 continue
-            ref = names.parse(token)
+            ref = names.parse(names.without_strategy(token, "--opponents", "training opponents do not adapt"))
             rv = registry.resolve(s, token)  # unknown names: one sentence with close matches
             opponents.append(Opponent(rv.agent_name, rv.body, rv.version if ref.version else None))
         files = [(v.checkpoint_path, v.sha256) for op in opponents if op.name != SP.SELF
@@ -135,7 +135,7 @@ def _load_version(db: Database, ref: str):  # noqa: ANN202 - (registry version, 
 def _check_init_from(db: Database, cfg: SP.TrainConfig) -> str:
     """``cfg.init_from`` pinned to one stored version (``name@version``), once its checkpoint loads
     and holds a policy of the run's shape; else a UserError in one sentence."""
-    rv, ck = _load_version(db, cfg.init_from)
+    rv, ck = _load_version(db, names.without_strategy(cfg.init_from, "--init-from", "it starts from the parameters"))
     want = SP.policy_spec(cfg)
     if ck.spec != want:
         raise UserError(f"--init-from {rv.agent_name}@{rv.version} is a {rv.body} {ck.spec.arch} policy "
@@ -174,7 +174,7 @@ def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
     the run's policy observes; else a UserError in one sentence."""
     if cfg.strategy == "meta":
         raise UserError("--teacher applies to the strategies none, track and rl2, not meta")
-    rv, ck = _load_version(db, cfg.teacher)
+    rv, ck = _load_version(db, names.without_strategy(cfg.teacher, "--teacher", "a teacher does not adapt"))
     problem = _unfit_teacher(ck.spec, cfg)
     if problem:
         raise UserError(f"--teacher {rv.agent_name}@{rv.version} {problem}")

@@ -163,3 +163,13 @@ def check_agents(db, agent_names: list[str]) -> None:  # noqa: ANN001
     with db.read() as s:
         for name in agent_names:
             registry.resolve(s, name)
+
+
+def tell_default_step_sizes(agents) -> None:  # noqa: ANN001 - compete.game.AgentData
+    """One line per agent played as ``NAME:meta`` without learnt step sizes: what it adapts with."""
+    seen = set()
+    for agent in agents:
+        note = agent.default_step_sizes_note()
+        if note and note not in seen:
+            seen.add(note)
+            err_console.print(note, highlight=False, soft_wrap=True)

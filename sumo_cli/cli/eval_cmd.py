@@ -40,7 +40,7 @@ def locomotion(
     db = open_db(ctx)
     loaded = LT.load_locomotion_agents(db, agents)
     if not json_out:
-        err_console.print(f"evaluating {', '.join(f'{a.display} ({st})' for a, st in loaded)} on the held-out pairs "
+        err_console.print(f"evaluating {', '.join(f'{a.name}@{a.version} ({st})' for a, st in loaded)} on the held-out pairs "
                           f"(back, middle, front): {repeats} x 7 episodes each, seed {seed}", highlight=False)
 
     def progress(row: dict) -> None:

@@ -59,6 +59,10 @@ def sumo_curve(
     opponents = [o.strip() for o in against.split(",") if o.strip()]
     if not opponents:
         raise UserError("--against is empty; give motionless, random or agent names")
+    from sumo_cli.names import without_strategy
+
+    for text in (agent, *opponents):
+        without_strategy(text, "`sumo eval sumo`", "its bouts are single episodes, in which no agent adapts")
 
     db = open_db(ctx)
     check_agents(db, [agent])

@@ -9,7 +9,7 @@ import typer
 
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
-    starting_run,
+    starting_run, tell_default_step_sizes,
 )
 from sumo_cli.cli.estimate import RunEstimate
 
@@ -59,7 +59,8 @@ def evolve(
     generations: int = typer.Option(10, "--generations", help="Generations (paper: 10)."),
     copies: int = typer.Option(10, "--copies", help="Copies of each agent at the start (paper: 10, so 1050 members)."),
     matches: int = typer.Option(1000, "--matches", help="Games per generation (paper: 1000)."),
-    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated base population instead of the paper's 105."),
+    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated base population instead of the paper's 105 "
+                                          "(NAME[@V][:STRATEGY], e.g. ant-lstm:meta,bug-lstm:track)."),
     bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies."),
     kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
     rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100)."),
@@ -107,6 +108,7 @@ def evolve(
         f"evolution run {run_id}: {runner.n_slots} members ({len(runner.members)} agents x {runner.config['copies']}), "
         f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} workers"
     )
+    tell_default_step_sizes(runner.data)
 
     from sumo_cli.store.games import get_run
 

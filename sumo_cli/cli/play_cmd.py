@@ -9,14 +9,16 @@ import typer
 
 from sumo_cli.cli.common import (
     check_agents, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
+    tell_default_step_sizes,
 )
 
 
 @friendly
 def play(
     ctx: typer.Context,
-    agent_a: str = typer.Argument(..., metavar="A", help="Agent A, e.g. ant-meta or zoo-ant-lstm-v3@1."),
-    agent_b: str = typer.Argument(..., metavar="B", help="Agent B."),
+    agent_a: str = typer.Argument(..., metavar="A", help="Agent A, e.g. ant-meta or zoo-ant-lstm-v3@1; NAME:none|track|meta "
+                                  "plays it with another strategy than its own (ant-lstm:track)."),
+    agent_b: str = typer.Argument(..., metavar="B", help="Agent B (NAME[@V][:STRATEGY] as A)."),
     rounds: int = typer.Option(100, "--rounds", help="Rounds of the game (paper: 100)."),
     episodes: int = typer.Option(3, "--episodes", help="Episodes (bouts) per round (paper: 3)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bouts and the agents' action noise."),
@@ -49,6 +51,7 @@ def play(
     from sumo_cli.compete.play import prepare_game, run_and_store
 
     job = prepare_game(db, agent_a, agent_b, rounds, episodes, seed, physics, threads, opponent_learning, start_version)
+    tell_default_step_sizes([job.a, job.b[0]])
     with first_interrupt_only():  # a second Ctrl-C cannot break the storing of the rounds played
         outcome = run_and_store(db, job, _live_view(job, json_out), video=video)
     if outcome.interrupted:

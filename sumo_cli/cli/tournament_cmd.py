@@ -9,7 +9,7 @@ import typer
 
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
-    starting_run,
+    starting_run, tell_default_step_sizes,
 )
 
 
@@ -32,7 +32,8 @@ def tournament(
     population: Optional[int] = typer.Option(
         None, "--population", help="Population size: 105 = 3 bodies x 7 combinations x 5 stages (the default); fewer take a seeded sample."
     ),
-    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated agents to use instead, e.g. zoo-ant-lstm-v3,ant-meta@5."),
+    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated agents to use instead, e.g. zoo-ant-lstm-v3,ant-meta@5,ant-lstm:track "
+                                          "(NAME[@V][:STRATEGY]: :none, :track or :meta plays a policy with another strategy)."),
     bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies (comma-separated)."),
     kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
     matches: int = typer.Option(1000, "--matches", help="Random pairs to play (paper: 1000)."),
@@ -98,6 +99,7 @@ def tournament(
         f"{runner.config['game']['rounds']} rounds x {runner.config['game']['episodes']} episodes, "
         f"{executor.workers} workers; draw probability {runner.config['draw_probability']:.3f}"
     )
+    tell_default_step_sizes(runner.data)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from sumo_cli.cli.estimate import RunEstimate

@@ -63,7 +63,8 @@ def prepare_game(
                 f"--opponent-learning from {rv.agent_name}@{start} over {rounds} rounds needs versions "
                 f"{need[0]}..{need[-1]}, but {len(missing)} are missing (it has {have[0]}..{have[-1]})"
             )
-        b = [AgentData.from_loaded(load_agent(db, f"{rv.agent_name}@{v}")) for v in need]
+        played_as = f":{rv.played_as}" if rv.played_as else ""
+        b = [AgentData.from_loaded(load_agent(db, f"{rv.agent_name}@{v}{played_as}")) for v in need]
         vb_id = load_agent(db, f"{rv.agent_name}@{start}").version_id
     else:
         if start_version is not None:

@@ -27,13 +27,16 @@ def record_game(
     run_id: int | None = None,
     run_index: int | None = None,
 ) -> int:
-    """Store one finished game (the dict of compete.game.GameResult) and return the match id."""
+    """Store one finished game (the dict of compete.game.GameResult) and return the match id. A side
+    played with another strategy than its agent's (its name ends in ``:STRATEGY``) keeps that
+    strategy in the settings (``played_as_a``/``played_as_b``)."""
+    played_as = {f"played_as_{side}": result[side].rpartition(":")[2] for side in ("a", "b") if ":" in result[side]}
     match = Match(
         run_id=run_id,
         run_index=run_index,
         version_a_id=version_a_id,
         version_b_id=version_b_id,
-        settings={**result["settings"], **result.get("extra_settings", {})},
+        settings={**result["settings"], **result.get("extra_settings", {}), **played_as},
         seed=result["seed"],
         outcome=result["outcome"],
         rounds_won_a=result["rounds_won_a"],
@@ -68,17 +71,24 @@ def record_game(
     return match.id
 
 
+def player_label(session: Session, m: Match, side: str) -> str:
+    """``agent@version`` of one side of a stored game, with ``:strategy`` when it played another
+    strategy than its agent's."""
+    v = session.get(Version, m.version_a_id if side == "a" else m.version_b_id)
+    played_as = (m.settings or {}).get(f"played_as_{side}")
+    return f"{v.agent.name}@{v.version}" + (f":{played_as}" if played_as else "")
+
+
 def match_dict(session: Session, match_id: int) -> dict:
     m = session.get(Match, match_id)
     if m is None:
         raise UserError(f"no match with id {match_id}; `sumo matches` lists them")
-    va, vb = session.get(Version, m.version_a_id), session.get(Version, m.version_b_id)
     return {
         "id": m.id,
         "run_id": m.run_id,
         "run_index": m.run_index,
-        "a": f"{va.agent.name}@{va.version}",
-        "b": f"{vb.agent.name}@{vb.version}",
+        "a": player_label(session, m, "a"),
+        "b": player_label(session, m, "b"),
         "outcome": m.outcome,
         "rounds_won_a": m.rounds_won_a,
         "rounds_won_b": m.rounds_won_b,
@@ -112,9 +122,8 @@ def list_matches(session: Session, limit: int = 50, run_id: int | None = None) -
         q = q.where(Match.run_id == run_id)
     out = []
     for m in session.scalars(q):
-        va, vb = session.get(Version, m.version_a_id), session.get(Version, m.version_b_id)
         out.append({
-            "id": m.id, "run_id": m.run_id, "a": f"{va.agent.name}@{va.version}", "b": f"{vb.agent.name}@{vb.version}",
+            "id": m.id, "run_id": m.run_id, "a": player_label(session, m, "a"), "b": player_label(session, m, "b"),
             "outcome": m.outcome, "rounds": f"{m.rounds_won_a}-{m.rounds_drawn}-{m.rounds_won_b}",
             "wall_seconds": round(m.wall_seconds, 1), "started_at": m.started_at.isoformat() if m.started_at else None,
         })

@@ -18,7 +18,8 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 @dataclass(frozen=True)
 class ResolvedVersion:
-    """Everything needed to load one agent version, detached from the session."""
+    """Everything needed to load one agent version, detached from the session. ``strategy`` is the
+    one the agent was trained with; ``played_as`` another one asked for with ``NAME:STRATEGY``."""
 
     agent_name: str
     body: str
@@ -28,10 +29,17 @@ class ResolvedVersion:
     version_id: int
     checkpoint_path: str
     sha256: str
+    played_as: str | None = None
+
+    @property
+    def plays(self) -> str:
+        """The strategy it plays games with."""
+        return self.played_as or self.strategy
 
     @property
     def display(self) -> str:
-        return f"{self.agent_name}@{self.version}"
+        text = f"{self.agent_name}@{self.version}"
+        return text if self.played_as is None else f"{text}:{self.played_as}"
 
 
 def get_agent(session: Session, name: str) -> Agent | None:
@@ -121,8 +129,13 @@ def resolve(session: Session, text: str) -> ResolvedVersion:
             f"the database row of {agent.name}@{wanted} is corrupt (checkpoint path or SHA-256 invalid); "
             "re-import or re-train this agent"
         )
+    played_as = ref.played_as if ref.played_as != agent.strategy else None  # ant-track:track is ant-track
+    if played_as is not None and agent.strategy == "rl2":
+        raise UserError(f"{agent.name} is an RL^2 policy: it adapts through its recurrent state only; "
+                        f"drop ':{played_as}'")
     return ResolvedVersion(
-        agent.name, agent.body, agent.arch, agent.strategy, row.version, row.id, row.checkpoint_path, row.sha256
+        agent.name, agent.body, agent.arch, agent.strategy, row.version, row.id, row.checkpoint_path, row.sha256,
+        played_as,
     )
 
 
