@@ -35,17 +35,8 @@ def check_new_run(db: Database, cfg: LL.LocoConfig, name: str | None) -> str:
     bad = cfg.check()
     if bad:
         raise UserError(bad[0])
-    agent_name = names.validate_custom_name(name) if name else names.canonical_name(
-        names.LOCOMOTION, cfg.arch, cfg.strategy)
     with db.read() as s:
-        existing = registry.get_agent(s, agent_name)
-        if existing is not None:
-            run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
-            run = s.get(Run, run_id) if run_id is not None else None
-            resumable = run is not None and run.kind == TR.RUN_KIND and run.status != "finished"
-            hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
-            raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
-    return agent_name
+        return TR.new_agent_name(s, name, names.canonical_name(names.LOCOMOTION, cfg.arch, cfg.strategy))
 
 
 def create_run(db: Database, cfg: LL.LocoConfig, agent_name: str) -> int:

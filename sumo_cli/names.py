@@ -7,6 +7,8 @@
     zoo-<body>-<arch>-v<k>             an imported original RoboSumo policy
     loco-<arch>, loco-[<arch>-]track,  the same combinations trained for nonstationary locomotion
     loco-[<arch>-]meta, loco-rl2       (``sumo train --env locomotion``; not sumo players)
+    <combination>-<k>                  the k-th agent of a combination (k >= 2): a training run's
+                                       default name when a shipped agent holds the canonical one
     <custom>                           a name given to a training run with --name
 
 Any of them may end in ``@<version>`` to pick a snapshot, and then in ``:<strategy>`` (none, track or
@@ -45,6 +47,7 @@ COMBINATIONS = (
 )
 
 _CUSTOM = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_NUMBERED = re.compile(r"^(?P<head>.+)-(?P<k>\d+)$")
 _ZOO = re.compile(r"^zoo-(?P<body>[a-z]+)-(?P<arch>[a-z0-9]+)-v(?P<k>\d+)$")
 
 
@@ -99,6 +102,11 @@ def _parse_combination(base: str) -> tuple[str, str, str] | None:
     return None
 
 
+def numbered_name(canonical: str, k: int) -> str:
+    """The k-th agent of a combination (k >= 2): ``ant-mlp-2``."""
+    return f"{canonical}-{k}"
+
+
 def all_combination_names() -> list[str]:
     return [canonical_name(b, a, s) for b in BODIES for a, s in COMBINATIONS]
 
@@ -143,6 +151,11 @@ def _parse_name(text: str, raw: str) -> AgentRef:
     if combo:
         body, arch, strategy = combo
         return AgentRef(canonical_name(body, arch, strategy), version, body, arch, strategy)
+    numbered = _NUMBERED.match(base)
+    if numbered and _parse_combination(numbered["head"]) and int(numbered["k"]) >= 2:
+        body, arch, strategy = _parse_combination(numbered["head"])
+        return AgentRef(numbered_name(canonical_name(body, arch, strategy), int(numbered["k"])), version, body, arch,
+                        strategy)
     m = _ZOO.match(base)
     if m:
         body, arch = m["body"], m["arch"]
@@ -159,7 +172,7 @@ def _parse_name(text: str, raw: str) -> AgentRef:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UserError(
             f"{text!r} is not a valid agent name (<body>-<arch>, <body>-[<arch>-]track, "
-            f"<body>-[<arch>-]meta, <body>-rl2, zoo-<body>-<arch>-v<k>){hint}"
+            f"<body>-[<arch>-]meta, <body>-rl2, any of them numbered -2, -3, ..., zoo-<body>-<arch>-v<k>){hint}"
         )
     if not _CUSTOM.match(base):
         raise UserError(

@@ -71,6 +71,30 @@ def _run_dir(db: Database, run_id: int) -> Path:
 # checks (nothing is written)
 
 
+def new_agent_name(s, name: str | None, canonical: str) -> str:  # noqa: ANN001 - a store session
+    """The agent a new training run creates: ``name`` (--name), else the combination's canonical
+    name; when an agent shipped in policies/ holds that one (a fresh clone's ``ant-mlp``), the first
+    numbered name no agent holds (``ant-mlp-2``, ``ant-mlp-3``, ...), so a first run starts. A name
+    held by the user's own agent is refused in one sentence (with the command that continues its
+    unfinished run)."""
+    from sumo_cli.shipped import PROVENANCE
+
+    agent_name = names.validate_custom_name(name) if name else canonical
+    existing = registry.get_agent(s, agent_name)
+    if existing is not None and name is None and existing.provenance == PROVENANCE:
+        k = 2
+        while registry.get_agent(s, names.numbered_name(canonical, k)) is not None:
+            k += 1
+        return names.numbered_name(canonical, k)
+    if existing is not None:
+        run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
+        run = s.get(Run, run_id) if run_id is not None else None
+        resumable = run is not None and run.kind == RUN_KIND and run.status != "finished"
+        hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
+        raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
+    return agent_name
+
+
 def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[str, list[Opponent]]:
     """The agent name and the resolved opponents of a new run, or a UserError saying what is wrong."""
     bad = cfg.check()
@@ -80,16 +104,9 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
     if SP.learner_factory(cfg.strategy) is None:
         raise UserError(f"training with strategy {cfg.strategy!r} is not available in this sumo yet "
                         f"(it plugs in through sumo_cli.learn.selfplay.register_learner)")
-    agent_name = names.validate_custom_name(name) if name else canonical
     opponents: list[Opponent] = []
     with db.read() as s:
-        existing = registry.get_agent(s, agent_name)
-        if existing is not None:
-            run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
-            run = s.get(Run, run_id) if run_id is not None else None
-            resumable = run is not None and run.kind == RUN_KIND and run.status != "finished"
-            hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
-            raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
+        agent_name = new_agent_name(s, name, canonical)
         for token in cfg.opponents:
             token = token.strip()
             if token.lower() == SP.SELF:

@@ -54,6 +54,17 @@ def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -
             raise UserError(f"unknown {option[2:]} {value!r}; choose one of {', '.join(allowed)}")
 
 
+def _say_numbered_name(agent_name: str, body: str, arch: str, strategy: str) -> None:
+    """One line when the run's agent is not the combination's canonical name because a shipped agent
+    holds that (training.new_agent_name)."""
+    from sumo_cli.names import canonical_name
+
+    canonical = canonical_name(body, arch, strategy)
+    if agent_name.startswith(canonical + "-"):
+        err_console.print(f"{canonical} is a shipped agent, so this run trains {agent_name} (--name NAME picks "
+                          "another name)", highlight=False, soft_wrap=True)
+
+
 def _interrupted(ctx: typer.Context, exc) -> None:  # noqa: ANN001 - training.TrainingInterrupted
     err_console.print(
         f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
@@ -183,6 +194,7 @@ def train(
             raise UserError(bad[0])
         db = open_db(ctx)
         agent_name, pool = TR.check_new_run(db, cfg, name)
+        _say_numbered_name(agent_name, cfg.body, cfg.arch, cfg.strategy)
         run_id = TR.create_run(db, cfg, agent_name, pool)
         done = 0
 
@@ -259,6 +271,7 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
             raise UserError(bad[0])
         db = open_db(ctx)
         agent_name = LT.check_new_run(db, cfg, given.get("name"))
+        _say_numbered_name(agent_name, "loco", cfg.arch, cfg.strategy)
         run_id = LT.create_run(db, cfg, agent_name)
         done = 0
     quiet = json_out or not err_console.is_terminal
