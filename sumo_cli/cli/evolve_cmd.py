@@ -80,6 +80,8 @@ def evolve(
 
     if by not in ("body", "arch", "strategy", "kind"):
         raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
+    if workers is not None:  # every option is checked before the run is written and before torch loads
+        require_positive(workers, "--workers")
     if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
         for value, what in ((copies, "--copies"), (generations, "--generations"), (matches, "--matches"),
                             (rounds, "--rounds"), (episodes, "--episodes")):

@@ -56,6 +56,10 @@ def tournament(
     from sumo_cli.compete import population as pop
     from sumo_cli.errors import UserError
 
+    if workers is not None:  # every option is checked before the run is written and before torch loads
+        require_positive(workers, "--workers")
+    for value, what in ((top, "--top"), (every, "--every")):
+        require_positive(value, what)
     if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
         for value, what in ((matches, "--matches"), (rounds, "--rounds"), (episodes, "--episodes")):
             require_positive(value, what)

@@ -8,7 +8,9 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, open_db, print_json, resume_command
+from sumo_cli.cli.common import (
+    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+)
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
@@ -151,21 +153,31 @@ def train(
     from sumo_cli.errors import UserError
 
     given = {k: v for k, v in locals().items() if k in _RUN_OPTIONS and v is not None}
-    _check_names(resume, env, body, arch, strategy, recipe, features, workers)  # before torch loads (seconds)
-    from sumo_cli import training as TR
-    from sumo_cli.learn.selfplay import TrainConfig
+    # everything that can be checked without torch and MuJoCo (seconds to load) is checked first
+    _check_names(resume, env, body, arch, strategy, recipe, features, workers)
+    from sumo_cli.learn.train_config import TrainConfig
 
     if resume is not None:
         extend_to = given.pop("iterations", None)  # the one run option --resume takes: train a run further
         if given:
             opts = ", ".join(_RUN_OPTIONS[k] for k in given)
             raise UserError(f"--resume continues run {resume} with its stored settings; leave out {opts}")
+        if extend_to is not None:
+            require_positive(extend_to, "--iterations")
         db = open_db(ctx)
+        from sumo_cli.store.games import TRAIN_KIND, get_run
+
+        with db.read() as s:
+            get_run(s, resume, TRAIN_KIND)  # an unknown run: one sentence
+        from sumo_cli import training as TR
+
         if TR.run_env(db, resume) == "locomotion":
             return _train_locomotion(ctx, db, resume, None, workers, address, json_out, extend_to=extend_to)
         cfg, agent_name, done = TR.check_resume(db, resume, extend_to)
         run_id = resume
     elif (env or "sumo").strip().lower() == "locomotion":
+        from sumo_cli import training as TR
+
         return _train_locomotion(ctx, None, None, given, workers, address, json_out, arch=arch, strategy=strategy)
     elif (env or "sumo").strip().lower() != "sumo":
         raise UserError(f"unknown --env {env!r}; choose sumo or locomotion")
@@ -193,6 +205,8 @@ def train(
         if bad:
             raise UserError(bad[0])
         db = open_db(ctx)
+        from sumo_cli import training as TR
+
         agent_name, pool = TR.check_new_run(db, cfg, name)
         _say_numbered_name(agent_name, cfg.body, cfg.arch, cfg.strategy)
         run_id = TR.create_run(db, cfg, agent_name, pool)
