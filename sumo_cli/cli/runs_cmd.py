@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json, resume_command
 
 app = typer.Typer(help="List runs, or show one: a training run's metrics, a tournament's leaderboard, an evolution's shares.",
                   invoke_without_command=True)
@@ -29,11 +29,14 @@ def list_runs(
         return
     from rich.table import Table
 
+    from sumo_cli.runtime.ownership import is_alive
     from sumo_cli.store.games import list_runs as query
 
     db = open_db(ctx)
     with db.read() as s:
-        rows = query(s, limit)
+        rows = query(s, limit, is_alive)
+    for r in rows:
+        r["resume"] = resume_of(ctx, r)
     if json_out:
         print_json(rows)
         return
@@ -46,6 +49,20 @@ def list_runs(
     for r in rows:
         table.add_row(str(r["id"]), r["kind"], r["status"], f"{r['done']}/{r['total']}", str(r["seed"]), r["updated_at"] or "-")
     err_console.print(table)
+    for r in rows:
+        if r["resume"]:
+            err_console.print(f"resume run {r['id']} with: {r['resume']}", highlight=False, soft_wrap=True)
+
+
+def resume_of(ctx: typer.Context, run: dict) -> str | None:
+    """The command that continues ``run`` (a row of `sumo runs`) when it is interrupted and of a
+    resumable kind; else None."""
+    from sumo_cli.store.games import RESUME_COMMANDS
+
+    command = RESUME_COMMANDS.get(run["kind"])
+    if run["status"] != "interrupted" or command is None:
+        return None
+    return resume_command(ctx, f"{command} --resume {run['id']}")
 
 
 @app.command()
@@ -82,10 +99,13 @@ def show(
         if value is not None and not value.lower().endswith(".png"):
             raise UserError(f"{option} writes a PNG file; give a name ending in .png, not {value!r}")
 
+    from sumo_cli.runtime.ownership import is_alive
+
     db = open_db(ctx)
     with db.read() as s:
-        doc = run_detail(s, run_id)
+        doc = run_detail(s, run_id, is_alive)
     run = doc["run"]
+    run["resume"] = resume_of(ctx, run)
     kind = run["kind"]
     iterations = doc.get("iterations")
     if heatmap is not None and kind != "tournament":
@@ -159,6 +179,8 @@ def _print_header(run: dict) -> None:
         err_console.print(f"  {line}", highlight=False, soft_wrap=True)
     stamps = [f"{k} {run[k + '_at']}" for k in ("created", "updated", "finished") if run.get(k + "_at")]
     err_console.print(f"  sumo {run['code_version']}; " + ", ".join(stamps), highlight=False, soft_wrap=True)
+    if run.get("resume"):
+        err_console.print(f"  resume with: {run['resume']}", highlight=False, soft_wrap=True)
 
 
 def _names(members: list, most: int = 6) -> str:

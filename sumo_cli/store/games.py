@@ -235,11 +235,23 @@ def last_env_steps(session: Session, run_id: int) -> int:
     return int(steps or 0)
 
 
-def list_runs(session: Session, limit: int = 50) -> list[dict]:
+def shown_status(run: Run, is_alive: Callable[[str | None, datetime | None], bool] | None) -> str:
+    """A run's status as it stands: a ``running`` run whose process is gone (killed with SIGKILL, the
+    machine lost: it could not write ``interrupted`` itself) is ``interrupted``. ``is_alive(owner,
+    last write)`` (runtime.ownership.is_alive; owner None: a run not yet claimed by the process that
+    is starting it); None: the stored status."""
+    if run.status != "running" or is_alive is None:
+        return run.status
+    return "running" if is_alive(run.owner, run.updated_at) else "interrupted"
+
+
+def list_runs(session: Session, limit: int = 50,
+              is_alive: Callable[[str | None, datetime | None], bool] | None = None) -> list[dict]:
+    """The newest runs, their status as :func:`shown_status` sees it."""
     out = []
     for r in session.scalars(select(Run).order_by(Run.id.desc()).limit(limit)):
         out.append({
-            "id": r.id, "kind": r.kind, "status": r.status, "done": r.progress_done, "total": r.progress_total,
+            "id": r.id, "kind": r.kind, "status": shown_status(r, is_alive), "done": r.progress_done, "total": r.progress_total,
             "seed": r.seed, "created_at": r.created_at.isoformat() if r.created_at else None,
             "updated_at": r.updated_at.isoformat() if r.updated_at else None,
         })
@@ -256,12 +268,16 @@ def count_matches(session: Session) -> int:
 
 # Runs are of these kinds; only training runs have per-iteration rows (``sumo_cli.training.RUN_KIND``).
 TRAIN_KIND = "train"
+#: The command that continues an unfinished run of each resumable kind (``sumo <command> --resume ID``).
+RESUME_COMMANDS = {TRAIN_KIND: "train", "tournament": "tournament", "evolution": "evolve"}
 
 
-def run_detail(session: Session, run_id: int) -> dict:
-    """One run as plain data for `sumo runs show`: ``{"run": {...}}``, plus ``"iterations"`` (every
-    stored iteration in order: iteration, env steps, wall seconds and the metrics dict) when it is a
-    training run. An unknown id is a UserError naming `sumo runs`."""
+def run_detail(session: Session, run_id: int,
+               is_alive: Callable[[str | None, datetime | None], bool] | None = None) -> dict:
+    """One run as plain data for `sumo runs show`: ``{"run": {...}}`` (its status as
+    :func:`shown_status` sees it), plus ``"iterations"`` (every stored iteration in order:
+    iteration, env steps, wall seconds and the metrics dict) when it is a training run. An unknown
+    id is a UserError naming `sumo runs`."""
     run = get_run(session, run_id)
     config = dict(run.config or {})
 
@@ -270,7 +286,7 @@ def run_detail(session: Session, run_id: int) -> dict:
 
     doc: dict = {
         "run": {
-            "id": run.id, "kind": run.kind, "status": run.status, "done": run.progress_done,
+            "id": run.id, "kind": run.kind, "status": shown_status(run, is_alive), "done": run.progress_done,
             "total": run.progress_total, "seed": run.seed, "code_version": run.code_version,
             "env": str(config.get("env", "sumo")) if run.kind == TRAIN_KIND else None,
             "config": config, "created_at": iso(run.created_at), "updated_at": iso(run.updated_at),
