@@ -133,3 +133,27 @@ def zoo_db(tmp_path_factory) -> Path:
     import_zoo(db, ZOO_DIR)
     db.dispose()
     return root / "db" / "sumo.sqlite"
+
+
+@pytest.fixture
+def shipped_ants(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
+    """A policies/ folder of two shipped Ant MLPs (``ant-mlp`` and ``sparring-ant``, version 7, fresh
+    weights) trained without adaptation, which every test database then holds."""
+    import torch
+
+    from sumo_cli import shipped
+    from sumo_cli.nets import policy as P
+    from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
+    from sumo_cli.nets.normalizer import new_stats
+
+    folder = tmp_path / "policies"
+    spec = P.PolicySpec("mlp", 133, 8, features="ego")
+    for name in ("ant-mlp", "sparring-ant"):
+        params = P.init_params(spec, torch.Generator().manual_seed(7))
+        base = tmp_path / "run" / name / "v00007"
+        base.parent.mkdir(parents=True, exist_ok=True)
+        sha = save_checkpoint(base, checkpoint_tensors(params, new_stats(133)), spec, body="ant", strategy="none",
+                              metadata={"agent": name, "version": 7})
+        shipped.ship(folder, name, "ant", "mlp", "none", [(7, base, sha, 7, 700)], {"command": "test"})
+    monkeypatch.setenv("SUMO_POLICIES", str(folder))
+    return folder

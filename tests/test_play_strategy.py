@@ -7,36 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from sumo_cli import names, shipped
 from sumo_cli.errors import UserError
-from sumo_cli.nets import policy as P
-from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
-from sumo_cli.nets.normalizer import new_stats
 
 GAME = ("--rounds", "2", "--episodes", "1", "--physics", "fast")
 
 
-def _checkpoint(tmp_path: Path, name: str, version: int) -> tuple[Path, str]:
-    spec = P.PolicySpec("mlp", 133, 8, features="ego")
-    params = P.init_params(spec, torch.Generator().manual_seed(version))
-    base = tmp_path / "run" / name / f"v{version:05d}"
-    base.parent.mkdir(parents=True, exist_ok=True)
-    sha = save_checkpoint(base, checkpoint_tensors(params, new_stats(133)), spec, body="ant", strategy="none",
-                          metadata={"agent": name, "version": version})
-    return base, sha
-
-
 @pytest.fixture
-def policies(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
-    """Two shipped Ant MLPs that were trained without adaptation."""
-    folder = tmp_path / "policies"
-    for name in ("ant-mlp", "sparring-ant"):
-        base, sha = _checkpoint(tmp_path, name, 7)
-        shipped.ship(folder, name, "ant", "mlp", "none", [(7, base, sha, 7, 700)], {"command": "test"})
-    monkeypatch.setenv("SUMO_POLICIES", str(folder))
-    return folder
+def policies(shipped_ants: Path) -> Path:
+    return shipped_ants
 
 
 def test_the_grammar_takes_a_strategy_after_the_name_and_version():

@@ -71,6 +71,12 @@ def record_game(
     return match.id
 
 
+def interrupted(m: Match) -> bool:
+    """Whether the game was stopped before its last round (Ctrl-C in `sumo play`): stored with the
+    rounds it played, never counted as a win, draw or loss."""
+    return bool((m.settings or {}).get("interrupted"))
+
+
 def player_label(session: Session, m: Match, side: str) -> str:
     """``agent@version`` of one side of a stored game, with ``:strategy`` when it played another
     strategy than its agent's."""
@@ -90,6 +96,7 @@ def match_dict(session: Session, match_id: int) -> dict:
         "a": player_label(session, m, "a"),
         "b": player_label(session, m, "b"),
         "outcome": m.outcome,
+        "interrupted": interrupted(m),
         "rounds_won_a": m.rounds_won_a,
         "rounds_won_b": m.rounds_won_b,
         "rounds_drawn": m.rounds_drawn,
@@ -124,7 +131,8 @@ def list_matches(session: Session, limit: int = 50, run_id: int | None = None) -
     for m in session.scalars(q):
         out.append({
             "id": m.id, "run_id": m.run_id, "a": player_label(session, m, "a"), "b": player_label(session, m, "b"),
-            "outcome": m.outcome, "rounds": f"{m.rounds_won_a}-{m.rounds_drawn}-{m.rounds_won_b}",
+            "outcome": m.outcome, "interrupted": interrupted(m),
+            "rounds": f"{m.rounds_won_a}-{m.rounds_drawn}-{m.rounds_won_b}",
             "wall_seconds": round(m.wall_seconds, 1), "started_at": m.started_at.isoformat() if m.started_at else None,
         })
     return out

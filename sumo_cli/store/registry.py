@@ -145,18 +145,22 @@ class Record:
     wins: int
     draws: int
     losses: int
+    interrupted: int = 0  # games stopped before their last round: not in the counts above
 
 
 def record(session: Session, agent: Agent) -> Record:
-    """Games, wins, draws and losses of all versions of an agent, from either side."""
+    """Games, wins, draws and losses of all versions of an agent, from either side; games that
+    were interrupted are counted apart (they have no result)."""
     ids = [v.id for v in agent.versions]
     if not ids:
         return Record(0, 0, 0, 0)
     rows = session.execute(
-        select(Match.version_a_id, Match.version_b_id, Match.outcome).where(
+        select(Match.version_a_id, Match.version_b_id, Match.outcome, Match.settings).where(
             or_(Match.version_a_id.in_(ids), Match.version_b_id.in_(ids))
         )
     ).all()
+    cut_short = sum(bool((settings or {}).get("interrupted")) for *_, settings in rows)
+    rows = [(a, b, outcome) for a, b, outcome, settings in rows if not (settings or {}).get("interrupted")]
     wins = draws = losses = 0
     for a, b, outcome in rows:
         if a in ids and b in ids:  # self-play: count once, as a draw of the agent with itself
@@ -169,7 +173,7 @@ def record(session: Session, agent: Agent) -> Record:
             wins += 1
         else:
             losses += 1
-    return Record(len(rows), wins, draws, losses)
+    return Record(len(rows), wins, draws, losses, cut_short)
 
 
 def checkpoint_root(db_url: str) -> Path:
