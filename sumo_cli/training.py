@@ -142,6 +142,17 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
     return agent_name, opponents
 
 
+def planned_iteration_env_steps(cfg: SP.TrainConfig) -> int:
+    """The env steps one iteration of ``cfg`` simulates: its batch (``n_envs x num_steps``), once per
+    collection phase of a meta-iteration (a few iterations measure the held-out gain with one or two
+    phases more)."""
+    if cfg.strategy == "meta":
+        from sumo_cli.learn.meta_selfplay import meta_config
+
+        return meta_config(SP.policy_spec(cfg), cfg).phases * cfg.steps_per_iteration
+    return cfg.steps_per_iteration
+
+
 def _load_version(db: Database, ref: str):  # noqa: ANN202 - (registry version, Checkpoint)
     """The stored version ``ref`` (``name`` or ``name@version``) and its checkpoint, SHA-256 checked."""
     with db.read() as s:

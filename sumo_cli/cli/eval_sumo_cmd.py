@@ -82,6 +82,9 @@ def sumo_curve(
     opp_data = {o: (fixed[o] if o in fixed else AgentData.from_loaded(library.load_agent(db, o))) for o in opponents}
     name = library.load_agent(db, agent).name
     rows = []
+    from sumo_cli.cli.progress_lines import log_lines
+
+    lines = log_lines("points", len(chosen) * len(opponents), 0, json_out)
     with err_console.status("playing bouts") as status:
         for v in chosen:
             loaded = library.load_start(db, name, theta0) if v == 0 else library.load_agent(db, f"{name}@{v}")
@@ -95,6 +98,7 @@ def sumo_curve(
                 s = summary(play_bouts(me, kind, bouts, seed, physics=physics, opp_body=body, face_opponent=face_opponent))
                 rows.append({"version": v, "env_steps": v * steps_per_version if steps_per_version else None,
                              "opponent": o, **s})
+                lines.update(len(rows), f"{name}@{v} against {o}: win {s['win_rate']:.0%}")
     doc = {"agent": name, "bouts": bouts, "seed": seed, "physics": physics, "start": "facing" if face_opponent else "reference",
            "curve": rows}
     if plot:

@@ -34,6 +34,9 @@ def progress_view(generations: int, matches: int, done: int, quiet: bool, estima
     that move it. The estimate's own lines go above the bar (and into logs, where there is no bar)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from sumo_cli.cli.progress_lines import log_lines
+
+    lines = log_lines("games", generations * matches, done, quiet)
     progress = Progress(TextColumn("generation {task.fields[generation]}/" + str(generations)),
                         TextColumn("{task.fields[in_generation]}/" + f"{matches} games;"), TextColumn("all games"),
                         BarColumn(), MofNCompleteColumn(), TextColumn("time left {task.fields[left]}"),
@@ -45,6 +48,8 @@ def progress_view(generations: int, matches: int, done: int, quiet: bool, estima
 
     def on_game(g: int, n: int) -> None:
         progress.update(task, completed=g * matches + n, generation=g + 1, in_generation=n)
+        lines.update(g * matches + n, f"generation {g + 1}/{generations}: {n}/{matches} games",
+                     left=estimate.seconds_left)
 
     def on_progress(rounds: float, seconds: float) -> None:
         estimate.on_progress(rounds, seconds)

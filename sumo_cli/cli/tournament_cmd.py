@@ -116,6 +116,9 @@ def tournament(
     estimate = RunEstimate((len(runner.schedule) - done) * runner.config["game"]["rounds"], executor.workers,
                            say=(lambda line: None) if json_out else (lambda line: progress.console.print(line, highlight=False)))
     last_print = {"n": 0}
+    from sumo_cli.cli.progress_lines import log_lines
+
+    lines = log_lines("games", len(runner.schedule), done, json_out)
 
     def on_progress(rounds: float, seconds: float) -> None:
         estimate.on_progress(rounds, seconds)
@@ -123,6 +126,7 @@ def tournament(
 
     def on_game(idx: int, result: dict) -> None:
         progress.update(task, completed=len(runner.outcomes))
+        lines.update(len(runner.outcomes), f"{runner.rated} rated", left=estimate.seconds_left)
         if runner.rated - last_print["n"] >= every and not json_out:
             last_print["n"] = runner.rated
             rows = runner.leaderboard().to_rows()

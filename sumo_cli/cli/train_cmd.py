@@ -67,6 +67,41 @@ def _say_numbered_name(agent_name: str, body: str, arch: str, strategy: str) -> 
                           "another name)", highlight=False, soft_wrap=True)
 
 
+def _training_view(total: int, done: int, json_out: bool, shown: str, fields):  # noqa: ANN001, ANN202
+    """The progress of a training run and the ``on_iteration`` callback that moves it: on a terminal a
+    live bar whose time left is known from the first finished iteration (this session's mean
+    iteration), in a log plain lines at a steady pace (cli.progress_lines); after the first
+    iteration, one line with the expected duration. ``shown``: the bar's extra text of
+    ``fields(metrics)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from sumo_cli.cli.estimate import duration
+    from sumo_cli.cli.progress_lines import log_lines
+
+    progress = Progress(
+        TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),
+        TextColumn("{task.fields[steps]} steps  {task.fields[rate]} steps/s  " + shown + "  {task.fields[left]} left"),
+        console=err_console, disable=json_out or not err_console.is_terminal,
+    )
+    task = progress.add_task("train", total=total, completed=done, steps="0", rate="-", left="-",
+                             **{k: "-" for k in fields({})})
+    lines = log_lines("iteration", total, done, json_out)
+
+    def on_iteration(p) -> None:  # noqa: ANN001 - selfplay.Progress
+        lines.step_took(p.wall_seconds)
+        left = lines.seconds_left(p.k)
+        extra = fields(p.metrics)
+        progress.update(task, completed=p.k, steps=f"{p.env_steps:,}", rate=f"{p.steps_per_second:,.0f}",
+                        left="-" if left is None else duration(left), **extra)
+        if p.k == done + 1 and not json_out and p.k < total:
+            progress.console.print(f"iteration {p.k} took {duration(p.wall_seconds)}: the {total - p.k} left take about "
+                                   f"{duration(left)}", highlight=False)
+        lines.update(p.k, f"{p.env_steps:,} env steps, {p.steps_per_second:,.0f} steps/s, "
+                          + ", ".join(f"{k} {v}" for k, v in extra.items()))
+
+    return progress, on_iteration
+
+
 def _interrupted(ctx: typer.Context, exc) -> None:  # noqa: ANN001 - training.TrainingInterrupted
     err_console.print(
         f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
@@ -215,34 +250,26 @@ def train(
     from sumo_cli.runtime.executor import make_executor
 
     executor = make_executor(workers, address)
-    quiet = json_out or not err_console.is_terminal
+    planned = TR.planned_iteration_env_steps(cfg)
+    batch = f"{cfg.n_envs} x {cfg.num_steps}" + (f" x {planned // cfg.steps_per_iteration} phases"
+                                                 if planned != cfg.steps_per_iteration else "")
     if not json_out:
         err_console.print(
             f"training run {run_id}: {agent_name} ({cfg.body}, {cfg.policy_arch}, strategy {cfg.strategy}"
             f"{', recipe ' + cfg.recipe if cfg.recipe else ''}) "
-            f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {cfg.steps_per_iteration} "
-            f"env steps ({cfg.n_envs} x {cfg.num_steps}), {cfg.physics} physics, {executor.workers} worker(s)",
+            f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {planned:,} "
+            f"env steps ({batch}), {cfg.physics} physics, {executor.workers} worker(s)",
             highlight=False,
         )
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    progress = Progress(
-        TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),
-        TextColumn("{task.fields[steps]} steps  {task.fields[rate]} steps/s  return {task.fields[ret]}  win {task.fields[win]}"),
-        TimeRemainingColumn(), console=err_console, disable=quiet,
-    )
-
-    def fmt(x, spec: str) -> str:
+    def fmt(x, spec: str) -> str:  # noqa: ANN001
         return "-" if x is None else format(x, spec)
 
-    def on_iteration(p) -> None:  # noqa: ANN001 - selfplay.Progress
-        m = p.metrics
-        progress.update(task, completed=p.k, steps=f"{p.env_steps:,}", rate=f"{p.steps_per_second:,.0f}",
-                        ret=fmt(m.get("mean_return"), ".0f"), win=fmt(m.get("win_rate"), ".0%"))
-
+    progress, on_iteration = _training_view(
+        cfg.iterations, done, json_out, "return {task.fields[return]}  win {task.fields[win]}",
+        lambda m: {"return": fmt(m.get("mean_return"), ".0f"), "win": fmt(m.get("win_rate"), ".0%")})
     try:
         with first_interrupt_only(), progress:
-            task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-", win="-")
             summary = TR.run_training(db, run_id, executor, on_iteration)
     except TR.TrainingInterrupted as exc:
         executor.close()
@@ -288,7 +315,6 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
         _say_numbered_name(agent_name, "loco", cfg.arch, cfg.strategy)
         run_id = LT.create_run(db, cfg, agent_name)
         done = 0
-    quiet = json_out or not err_console.is_terminal
     if not json_out:
         what = (f"{cfg.n_envs} task pairs x {cfg.meta_episodes} episodes per phase" if cfg.strategy == "meta"
                 else f"{cfg.n_envs} envs x {cfg.sequences} sequence(s) of 7 episodes")
@@ -297,24 +323,14 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
             f"iterations {done + 1}..{cfg.iterations} of {cfg.steps_per_iteration} env steps ({what}, horizon "
             f"{cfg.horizon}), {cfg.physics} physics, {workers} physics thread(s)", highlight=False,
         )
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    progress = Progress(
-        TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),
-        TextColumn("{task.fields[steps]} steps  {task.fields[rate]} steps/s  return {task.fields[ret]}"),
-        TimeRemainingColumn(), console=err_console, disable=quiet,
-    )
 
     def fmt(x, spec: str) -> str:  # noqa: ANN001
         return "-" if x is None else format(x, spec)
 
-    def on_iteration(p) -> None:  # noqa: ANN001 - selfplay.Progress
-        progress.update(task, completed=p.k, steps=f"{p.env_steps:,}", rate=f"{p.steps_per_second:,.0f}",
-                        ret=fmt(p.metrics.get("mean_return"), ".1f"))
-
+    progress, on_iteration = _training_view(cfg.iterations, done, json_out, "return {task.fields[return]}",
+                                            lambda m: {"return": fmt(m.get("mean_return"), ".1f")})
     try:
         with first_interrupt_only(), progress:
-            task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-")
             summary = LT.run_training(db, run_id, workers, on_iteration)
     except TR.TrainingInterrupted as exc:
         _interrupted(ctx, exc)
