@@ -276,7 +276,7 @@ def count_matches(session: Session) -> int:
 
 # Runs are of these kinds; only training runs have per-iteration rows (``sumo_cli.training.RUN_KIND``).
 TRAIN_KIND = "train"
-#: The command that continues an unfinished run of each resumable kind (``sumo <command> --resume ID``).
+#: The command that continues an unfinished run of each resumable kind (an evolution: ``sumo evolve --resume ID``).
 RESUME_COMMANDS = {TRAIN_KIND: "train", "tournament": "tournament", "evolution": "evolve"}
 
 
