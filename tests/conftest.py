@@ -44,6 +44,18 @@ def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001
             f"\nthe test session left {len(left)} process(es) behind:\n{lines}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+@pytest.fixture(autouse=True)
+def environment_as_the_session_began():
+    """Every test sees the environment variables the session began with, whatever the tests before
+    it ran: code that sets them for the process (choosing a GL backend sets MUJOCO_GL and
+    PYOPENGL_PLATFORM) must not make a later test depend on the order of the tests."""
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture
 def one_torch_thread():
     """Tiny tensors: one intra-op thread is faster, and the machine's cores are shared."""

@@ -87,6 +87,7 @@ def test_no_working_gl_backend_is_one_sentence(monkeypatch):
 
     monkeypatch.setattr(R, "_backend", None)
     monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.delenv("PYOPENGL_PLATFORM", raising=False)  # no platform asked for: each backend is probed
     monkeypatch.setattr(R, "auto_candidates", lambda: ["osmesa", "egl"])
     monkeypatch.setattr(R, "_probe", lambda backend: f"{backend} cannot open a context")
     with pytest.raises(UserError) as exc:
