@@ -77,6 +77,28 @@ def require_positive(value: int, what: str) -> int:
     return value
 
 
+_FORMATS = {".png": "PNG", ".mp4": "MP4", ".csv": "CSV"}
+
+
+def check_output(path, option: str, suffix: str):  # noqa: ANN001, ANN201 - str | Path | None -> Path | None
+    """An output file an option names (--plot, --heatmap, --video, --out, --png, --csv), checked
+    before any work: its name ends in ``suffix``, and its folder exists. One rule for every path a
+    command writes, as for --db: a typo must not create folders (nor leave half a run behind)."""
+    from pathlib import Path
+
+    if path is None:
+        return None
+    path = Path(path)
+    if path.suffix.lower() != suffix:
+        raise UserError(f"{option} writes a {_FORMATS.get(suffix, suffix)} file; give a name ending in {suffix}, "
+                        f"not {str(path)!r}")
+    if path.is_dir():
+        raise UserError(f"{option} {path} is a folder; give a file name ending in {suffix}")
+    if not path.parent.is_dir():
+        raise UserError(f"the folder {path.parent} of {option} {path} does not exist; create it first")
+    return path
+
+
 def resume_command(ctx: typer.Context, rest: str) -> str:
     """``sumo --db DB <rest>``: a command that continues a run as printed, from any directory. An
     SQLite file is named by its absolute path; a server URL that came from SUMO_DB is left out (the

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import check_agents, err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import check_agents, check_output, err_console, friendly, open_db, print_json
 
 
 def _pick(versions: list[int], wanted: Optional[str], points: int, has_start: bool = True) -> list[int]:
@@ -44,6 +44,7 @@ def sumo_curve(
     physics: str = typer.Option("faithful", "--physics", help="faithful (RK4, default) or fast."),
     face_opponent: bool = typer.Option(False, "--face-opponent", help="Start the bouts turned toward each other (the training curriculum's start; default: the reference start)."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write the curve (win rate and steps to close against env steps) to this PNG."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write the curve (one row per version and opponent) to this CSV file."),
     json_out: bool = typer.Option(False, "--json", help="Print the curve as JSON on stdout."),
 ) -> None:
     """Play each chosen version of AGENT against each opponent from the reference start: win, draw
@@ -54,8 +55,8 @@ def sumo_curve(
         raise UserError(f"--bouts must be at least 1, got {bouts}")
     if physics not in ("faithful", "fast"):
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
-    if plot is not None and not plot.lower().endswith(".png"):
-        raise UserError(f"--plot writes a PNG file; give a name ending in .png, not {plot!r}")
+    check_output(plot, "--plot", ".png")
+    check_output(csv_out, "--csv", ".csv")
     opponents = [o.strip() for o in against.split(",") if o.strip()]
     if not opponents:
         raise UserError("--against is empty; give motionless, random or agent names")
@@ -105,6 +106,10 @@ def sumo_curve(
         from sumo_cli.report.curves import learning_curve
 
         learning_curve(doc, plot)
+    if csv_out:
+        from sumo_cli.report.csv_export import write_csv
+
+        write_csv(csv_out, [{"agent": name, **r} for r in rows])
     if json_out:
         print_json(doc)
         return
@@ -120,3 +125,5 @@ def sumo_curve(
     err_console.print(table)
     if plot:
         err_console.print(f"curve written to {plot}")
+    if csv_out:
+        err_console.print(f"curve written to {csv_out}")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
     starting_run, tell_default_step_sizes,
 )
 from sumo_cli.cli.estimate import RunEstimate
@@ -76,6 +76,7 @@ def evolve(
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted evolution run."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the stacked-area share plot (PNG)."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the shares of every generation (by body, arch, strategy and kind) to this CSV file."),
     by: str = typer.Option("kind", "--by", help="Grouping of the table and plot: body, arch, strategy or kind."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id and the shares per generation as JSON."),
 ) -> None:
@@ -85,6 +86,8 @@ def evolve(
 
     if by not in ("body", "arch", "strategy", "kind"):
         raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
+    check_output(plot, "--plot", ".png")
+    check_output(csv_out, "--csv", ".csv")
     if workers is not None:  # every option is checked before the run is written and before torch loads
         require_positive(workers, "--workers")
     if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
@@ -144,6 +147,11 @@ def evolve(
 
         shares_stacked_area([h[by] for h in history], plot, f"evolution run {run_id}: share by {by}")
         err_console.print(f"wrote {plot}")
+    if csv_out is not None:
+        from sumo_cli.report.csv_export import share_rows, write_csv
+
+        write_csv(csv_out, share_rows(history))
+        err_console.print(f"wrote {csv_out}")
     if json_out:
         print_json({"run_id": run_id, "generations": history})
         return

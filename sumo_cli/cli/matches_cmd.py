@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import check_output, err_console, friendly, open_db, print_json
 
 matches_app = typer.Typer(help="List stored games, or show one with its rounds.", invoke_without_command=True)
 
@@ -17,6 +17,7 @@ def list_matches(
     ctx: typer.Context,
     limit: int = typer.Option(30, "--limit", help="How many of the newest games."),
     run: Optional[int] = typer.Option(None, "--run", help="Only the games of this tournament or evolution run."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write every bout of the listed games (game, round and bout, outcomes from A's side) to this CSV file."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """List the newest games."""
@@ -24,9 +25,16 @@ def list_matches(
         return
     from sumo_cli.store.games import list_matches as query
 
+    check_output(csv_out, "--csv", ".csv")
     db = open_db(ctx)
     with db.read() as s:
         rows = query(s, limit, run)
+        if csv_out:
+            from sumo_cli.report.csv_export import bout_rows, write_csv
+            from sumo_cli.store.games import match_dict
+
+            write_csv(csv_out, bout_rows([match_dict(s, r["id"]) for r in reversed(rows)]))
+            err_console.print(f"wrote {csv_out}: every bout of {len(rows)} games", highlight=False)
     if json_out:
         print_json(rows)
         return
@@ -49,15 +57,22 @@ def list_matches(
 def show(
     ctx: typer.Context,
     match_id: int = typer.Argument(..., help="Game id from `sumo matches`."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write every bout of the game (one row each, with its round) to this CSV file."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Show one game with every round and episode."""
     from sumo_cli.compete.summary import summarise
     from sumo_cli.store.games import match_dict
 
+    check_output(csv_out, "--csv", ".csv")
     db = open_db(ctx)
     with db.read() as s:
         doc = match_dict(s, match_id)
+    if csv_out:
+        from sumo_cli.report.csv_export import bout_rows, write_csv
+
+        write_csv(csv_out, bout_rows([doc]))
+        err_console.print(f"wrote {csv_out}", highlight=False)
     if json_out:
         print_json({**doc, "summary": summarise(doc)})
         return

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    check_agents, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
+    check_agents, check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
     tell_default_step_sizes,
 )
 
@@ -40,6 +40,8 @@ def play(
         from sumo_cli.errors import UserError
 
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+    check_output(plot, "--plot", ".png")
+    check_output(video, "--video", ".mp4")
     if video is not None:
         # Fail before playing, not after: the video needs a GL backend and a writable .mp4 target.
         from sumo_cli.sim.render import check_mp4_target, gl_backend

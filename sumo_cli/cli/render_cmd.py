@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json, require_positive
+from sumo_cli.cli.common import check_output, err_console, friendly, open_db, print_json, require_positive
 
 # the values mujoco accepts for MUJOCO_GL on Linux
 _KNOWN_GL = ("egl", "osmesa", "glfw", "glx", "enable", "enabled", "on", "true", "1",
@@ -57,8 +57,8 @@ def render(
     chosen = sorted(set(rounds or [1]))
     if chosen[0] < 1:
         raise UserError(f"--round counts from 1, got {chosen[0]}")
-    if png is not None and png.suffix.lower() != ".png":
-        raise UserError(f"--png {png} should end in .png")
+    check_output(png, "--png", ".png")
+    check_output(out, "--out", ".mp4")
     gl = os.environ.get("MUJOCO_GL", "").strip().lower()
     if gl and gl not in _KNOWN_GL:  # mujoco itself would refuse to import, with a traceback
         raise UserError(f"MUJOCO_GL={gl} is not a backend MuJoCo knows; unset it (automatic choice) or use osmesa or egl")

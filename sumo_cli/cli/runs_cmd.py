@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json, resume_command
+from sumo_cli.cli.common import check_output, err_console, friendly, open_db, print_json, resume_command
 
 app = typer.Typer(help="List runs, or show one: a training run's metrics, a tournament's leaderboard, an evolution's shares.",
                   invoke_without_command=True)
@@ -22,6 +22,7 @@ MAX_ROWS = 25
 def list_runs(
     ctx: typer.Context,
     limit: int = typer.Option(30, "--limit", help="How many of the newest runs."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write the listed runs to this CSV file."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """List training, tournament and evolution runs with their status and progress."""
@@ -32,11 +33,17 @@ def list_runs(
     from sumo_cli.runtime.ownership import is_alive
     from sumo_cli.store.games import list_runs as query
 
+    check_output(csv_out, "--csv", ".csv")
     db = open_db(ctx)
     with db.read() as s:
         rows = query(s, limit, is_alive)
     for r in rows:
         r["resume"] = resume_of(ctx, r)
+    if csv_out:
+        from sumo_cli.report.csv_export import write_csv
+
+        write_csv(csv_out, rows)
+        err_console.print(f"wrote {csv_out}", highlight=False)
     if json_out:
         print_json(rows)
         return
@@ -75,6 +82,7 @@ def show(
     every: Optional[int] = typer.Option(None, "--every", help=f"Print every N-th iteration (and the last); default: at most about {MAX_ROWS} rows."),
     top: int = typer.Option(20, "--top", help="Agents in a tournament's printed leaderboard and heatmap."),
     by: str = typer.Option("kind", "--by", help="Grouping of an evolution's table and plot: body, arch, strategy or kind."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write the run's results to this CSV file: a training run's learning curve (one row per iteration), a tournament's leaderboard, an evolution's shares per generation."),
     json_out: bool = typer.Option(False, "--json", help="Print the run and its results (iterations, leaderboard or generations) as JSON on stdout."),
 ) -> None:
     """Show one run as it stands: its settings, and a training run's per-iteration metrics, a
@@ -95,9 +103,9 @@ def show(
         raise UserError(f"--top must be at least 1, got {top}")
     if by not in ("body", "arch", "strategy", "kind"):
         raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
-    for option, value in (("--plot", plot), ("--heatmap", heatmap)):
-        if value is not None and not value.lower().endswith(".png"):
-            raise UserError(f"{option} writes a PNG file; give a name ending in .png, not {value!r}")
+    check_output(plot, "--plot", ".png")
+    check_output(heatmap, "--heatmap", ".png")
+    check_output(csv_out, "--csv", ".csv")
 
     from sumo_cli.runtime.ownership import is_alive
 
@@ -140,6 +148,8 @@ def show(
         from sumo_cli.learn.meta_selfplay import heldout_summary
 
         doc["heldout"] = heldout_summary([it["metrics"] for it in iterations])
+    if csv_out:
+        doc["csv"] = str(_write_results_csv(csv_out, doc))
     if json_out:
         print_json(doc)
         return
@@ -159,9 +169,25 @@ def show(
         from sumo_cli.cli.evolve_cmd import shares_table
 
         err_console.print(shares_table(doc["generations"], by) if doc["generations"] else "no generations stored yet")
-    for key in ("plot", "heatmap"):
+    for key in ("plot", "heatmap", "csv"):
         if key in doc:
             err_console.print(f"figure written to {doc[key]}", highlight=False)
+
+
+def _write_results_csv(path: str, doc: dict):  # noqa: ANN202
+    """A run's results as CSV: per kind, the rows a table of them would have."""
+    from sumo_cli.report import csv_export as C
+
+    kind = doc["run"]["kind"]
+    if doc.get("iterations") is not None:
+        rows = C.iteration_rows(doc["iterations"])
+    elif kind == "tournament":
+        rows = doc["results"]["leaderboard"]
+    elif kind == "evolution":
+        rows = C.share_rows(doc["generations"])
+    else:
+        rows = [doc["run"]]  # a run of another kind: its record
+    return C.write_csv(path, rows)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
     starting_run, tell_default_step_sizes,
 )
 
@@ -50,6 +50,7 @@ def tournament(
     every: int = typer.Option(100, "--every", help="Print the leaderboard every this many rated games."),
     heatmap: Optional[Path] = typer.Option(None, "--heatmap", help="Write the win-probability heatmap of the top agents (PNG)."),
     top: int = typer.Option(20, "--top", help="Agents in the printed leaderboard and the heatmap."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the final leaderboard to this CSV file (every agent)."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id and the final leaderboard as JSON."),
 ) -> None:
     """Play --matches random iterated games between members of a population; rate them with TrueSkill."""
@@ -60,6 +61,8 @@ def tournament(
         require_positive(workers, "--workers")
     for value, what in ((top, "--top"), (every, "--every")):
         require_positive(value, what)
+    check_output(heatmap, "--heatmap", ".png")
+    check_output(csv_out, "--csv", ".csv")
     if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
         for value, what in ((matches, "--matches"), (rounds, "--rounds"), (episodes, "--episodes")):
             require_positive(value, what)
@@ -150,6 +153,11 @@ def tournament(
 
         win_probability_heatmap(rows, heatmap, top)
         err_console.print(f"wrote {heatmap}")
+    if csv_out is not None:
+        from sumo_cli.report.csv_export import write_csv
+
+        write_csv(csv_out, rows)
+        err_console.print(f"wrote {csv_out}")
     from sumo_cli.report.tables import category_summary
 
     cats = category_summary(rows)
