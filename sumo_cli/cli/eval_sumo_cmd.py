@@ -113,17 +113,20 @@ def sumo_curve(
     if json_out:
         print_json(doc)
         return
-    from rich.table import Table
-
-    table = Table(title=f"{name}: {bouts} bouts per point, {physics} physics, seed {seed}")
-    for col in ("version", "env steps", "opponent", "win", "draw", "loss", "mean length", "steps to close"):
-        table.add_column(col, justify="left" if col == "opponent" else "right")
-    for r in rows:
-        table.add_row(str(r["version"]), f"{r['env_steps']:,}" if r["env_steps"] is not None else "-", r["opponent"],
-                      f"{r['win_rate']:.0%}", f"{r['draw_rate']:.0%}", f"{r['loss_rate']:.0%}",
-                      f"{r['mean_length']:.0f}", f"{r['mean_steps_to_close']:.0f}")
-    err_console.print(table)
+    err_console.print(curve_table(doc))
     if plot:
         err_console.print(f"curve written to {plot}")
     if csv_out:
         err_console.print(f"curve written to {csv_out}")
+
+
+def curve_table(doc: dict):  # noqa: ANN201 - a rich Table
+    """The curve as a table that keeps the opponents' names and every figure whole at any width."""
+    from sumo_cli.cli.tables import whole_words_table
+
+    cells = [[str(r["version"]), f"{r['env_steps']:,}" if r["env_steps"] is not None else "-", r["opponent"],
+              f"{r['win_rate']:.0%}", f"{r['draw_rate']:.0%}", f"{r['loss_rate']:.0%}", f"{r['mean_length']:.0f}",
+              f"{r['mean_steps_to_close']:.0f}"] for r in doc["curve"]]
+    return whole_words_table(f"{doc['agent']}: {doc['bouts']} bouts per point, {doc['physics']} physics, seed {doc['seed']}",
+                             ["version", "env steps", "opponent", "win", "draw", "loss", "mean length", "steps to close"],
+                             cells, err_console.width, drop_order=("mean length", "env steps"), left=("opponent",))

@@ -278,6 +278,9 @@ _LOCO_COLUMNS = [
     ("post", "post_episode_return", ".1f"), ("ep1", "return_ep1", ".1f"), ("ep7", "return_ep7", ".1f"),
     ("steps/s", "steps_per_second", ".0f"),
 ]
+# The columns left out first when a table of iterations does not fit the terminal.
+_DROP_FIRST = ("steps/s", "+- ", "specific", "+-", "unadapted", "closest", "a2", "a3", "draw", "loss", "alpha", "pre",
+               "ep1", "episodes")
 # What the terser column headers mean, printed under the table for the columns shown.
 _EXPLAIN = {
     "alpha": "alpha: dense-reward weight", "win": "win/draw/loss: the training bouts",
@@ -321,8 +324,6 @@ def pick_rows(iterations: list[dict], every: int | None) -> tuple[list[dict], in
 
 
 def _print_iterations(run: dict, iterations: list[dict], every: int | None) -> None:
-    from rich.table import Table
-
     if not iterations:
         err_console.print("no iterations stored yet")
         return
@@ -333,13 +334,18 @@ def _print_iterations(run: dict, iterations: list[dict], every: int | None) -> N
     present = {k for it in iterations for k in it["metrics"]}
     columns = [c for c in columns if c[1] in present]
     step = "" if every == 1 else f", showing one in {every} and the last"
-    caption = "; ".join(explain[h] for h, _, _ in columns if h in explain) or None
-    table = Table(title=f"{len(iterations)} iterations{step}", caption=caption)
-    table.add_column("iter", justify="right")
-    table.add_column("env steps", justify="right")
-    for header, _, _ in columns:
-        table.add_column(header, justify="right")
-    for it in rows:
-        m = it["metrics"]
-        table.add_row(str(it["iteration"]), f"{it['env_steps']:,}", *(_fmt(m.get(k), spec) for _, k, spec in columns))
+    from sumo_cli.cli.tables import whole_words_table
+
+    cells = [[str(it["iteration"]), f"{it['env_steps']:,}", *(_fmt(it["metrics"].get(k), spec) for _, k, spec in columns)]
+             for it in rows]
+    # too wide for the terminal (a meta run has 17 columns): the least telling go first, iteration and
+    # env steps stay, and no figure is cut
+    table = whole_words_table(f"{len(iterations)} iterations{step}", ["iter", "env steps", *(h for h, _, _ in columns)],
+                              cells, err_console.width, drop_order=_DROP_FIRST)
     err_console.print(table)
+    shown = {str(c.header) for c in table.columns}
+    caption = "; ".join(explain[h] for h, _, _ in columns if h in explain and h in shown)
+    if caption:
+        err_console.print(caption, highlight=False, soft_wrap=False)
+    if len(shown) < len(columns) + 2:
+        err_console.print("(columns left out to fit the terminal: --json or --csv has them all)", highlight=False)
