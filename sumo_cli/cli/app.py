@@ -121,6 +121,8 @@ def main() -> None:
         if exc.code == 130:
             _end_interrupted()
         raise
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's message or clean-up ran: no traceback
+        _end_interrupted()
 
 
 def _end_interrupted() -> None:
@@ -130,8 +132,10 @@ def _end_interrupted() -> None:
     multiprocessing's unlink the pool's semaphores), the teardown after them is skipped."""
     import atexit
     import os
+    import signal
     import sys
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C must not break the exit handlers
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -37,11 +37,19 @@ def friendly(fn: Callable) -> Callable:
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             # Commands with long runs save their progress and print the resume command themselves;
-            # reaching here means nothing was left to save.
+            # reaching here means nothing was left to save. A second Ctrl-C is ignored from here on.
+            _ignore_interrupts()
             err_console.print("interrupted; nothing was written")
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def _ignore_interrupts() -> None:
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
 
 
 def db_url(ctx: typer.Context) -> str | None:
