@@ -123,6 +123,9 @@ def cli(tmp_path: Path, monkeypatch):  # noqa: ANN001
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SUMO_DB", raising=False)
+    # the commands run inside the test's process: one worker (no pool of processes to start, seconds
+    # each) unless a test asks for more with -j
+    monkeypatch.setenv("SUMO_WORKERS", "1")
     runner = CliRunner()
 
     def run(*args: str):

@@ -48,7 +48,7 @@ def test_bad_input_does_not_import_torch(tmp_path, args):
 @pytest.mark.parametrize("args", [
     ("tournament", "--agents", "ant-mlp,bug-mlp", "-j", "0"),
     ("evolve", "--agents", "ant-mlp,bug-mlp", "-j", "0"),
-    ("tournament", "--agents", "ant-mlp,bug-mlp", "--every", "0"),
+    ("tournament", "--agents", "ant-mlp,bug-mlp", "--leaderboard-every", "0"),
 ], ids=lambda a: "-".join(a)[:40])
 def test_a_bad_option_beside_real_agents_does_not_import_torch(tmp_path, args):
     """With the shipped agents, so that only the option is wrong."""

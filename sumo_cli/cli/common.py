@@ -79,6 +79,34 @@ def print_json(doc: Any) -> None:
     sys.stdout.flush()
 
 
+def workers_option(what: str):  # noqa: ANN201 - a typer OptionInfo
+    """``-j/--workers`` with one meaning and one default in every command: how many processes (or,
+    where the work runs in this process, physics threads) do the command's independent work at
+    once; results never depend on it. Default: all cores, or ``SUMO_WORKERS``."""
+    return typer.Option(None, "-j", "--workers", envvar="SUMO_WORKERS",
+                        help=f"{what} at once; results do not depend on it (default: all cores, or SUMO_WORKERS).")
+
+
+def resolve_workers(workers: int | None, useful: int | None = None) -> int:
+    """``-j`` as given, else all cores (at most ``useful``, the units of work there are to share)."""
+    if workers is not None:
+        return require_positive(workers, "--workers")
+    cores = os.cpu_count() or 1
+    return max(1, min(cores, useful)) if useful else cores
+
+
+def threads_option(what: str):  # noqa: ANN201 - a typer OptionInfo
+    """``--threads`` with one meaning and one default: the physics threads of one game's bouts
+    (default: one per bout of a round, up to the cores)."""
+    return typer.Option(None, "--threads", help=f"{what} (default: one per bout of a round, up to the cores).")
+
+
+def resolve_threads(threads: int | None, episodes: int) -> int:
+    if threads is not None:
+        return require_positive(threads, "--threads")
+    return max(1, min(episodes, os.cpu_count() or 1))
+
+
 def require_positive(value: int, what: str) -> int:
     if value < 1:
         raise UserError(f"{what} must be at least 1, got {value}")

@@ -7,7 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from sumo_cli.cli.common import check_output, err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import (
+    check_output, err_console, friendly, open_db, print_json, resolve_workers, workers_option,
+)
 
 app = typer.Typer(help="Evaluate trained agents.", no_args_is_help=True)
 
@@ -22,7 +24,7 @@ def locomotion(
     seed: int = typer.Option(0, "--seed", help="Seed of the resets and the action noise (the same for every agent)."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write the figure (one panel per held-out pair) to this PNG file."),
     csv_out: Optional[str] = typer.Option(None, "--csv", help="Write the results (one row per agent, pair and episode: mean and 95% CI) to this CSV file."),
-    workers: int = typer.Option(1, "-j", "--workers", help="Physics threads (results do not depend on it)."),
+    workers: Optional[int] = workers_option("Physics threads"),
     json_out: bool = typer.Option(False, "--json", help="Print the results as one JSON document on stdout."),
 ) -> None:
     """Run each agent with its strategy (none, track, rl2, meta; or NAME:STRATEGY) on the back, middle and front
@@ -32,8 +34,7 @@ def locomotion(
 
     if repeats < 1:
         raise UserError(f"--repeats must be at least 1, got {repeats}")
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
+    workers = resolve_workers(workers)
     check_output(plot, "--plot", ".png")
     check_output(csv_out, "--csv", ".csv")
     from sumo_cli import locomotion_training as LT

@@ -9,7 +9,7 @@ import typer
 
 from sumo_cli.cli.common import (
     check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
-    starting_run, tell_default_step_sizes,
+    starting_run, tell_default_step_sizes, workers_option,
 )
 from sumo_cli.cli.estimate import RunEstimate
 
@@ -72,7 +72,7 @@ def evolve(
     episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
     seed: int = typer.Option(0, "--seed", help="Seed of every schedule and game."),
-    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    workers: Optional[int] = workers_option("Games played"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted evolution run."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the stacked-area share plot (PNG)."),

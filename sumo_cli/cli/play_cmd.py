@@ -9,7 +9,7 @@ import typer
 
 from sumo_cli.cli.common import (
     check_agents, check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
-    tell_default_step_sizes,
+    resolve_threads, tell_default_step_sizes, threads_option,
 )
 
 
@@ -27,7 +27,7 @@ def play(
         False, "--opponent-learning", help="B's version grows by one every round, as if it kept training by self-play."
     ),
     start_version: Optional[int] = typer.Option(None, "--start-version", help="B's first version with --opponent-learning."),
-    threads: int = typer.Option(2, "--threads", help="Physics threads."),
+    threads: Optional[int] = threads_option("Physics threads of the game"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the per-round win-rate curve to this PNG."),
     video: Optional[Path] = typer.Option(None, "--video", help="Record the first episode of the first and last rounds to this MP4."),
     json_out: bool = typer.Option(False, "--json", help="Print the result and every round as JSON on stdout."),
@@ -35,7 +35,7 @@ def play(
     """Play an iterated adaptation game between A and B; both adapt between rounds."""
     require_positive(rounds, "--rounds")
     require_positive(episodes, "--episodes")
-    require_positive(threads, "--threads")
+    threads = resolve_threads(threads, episodes)
     if physics not in ("faithful", "fast"):
         from sumo_cli.errors import UserError
 

@@ -9,7 +9,7 @@ import typer
 
 from sumo_cli.cli.common import (
     check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
-    starting_run, tell_default_step_sizes,
+    starting_run, tell_default_step_sizes, workers_option,
 )
 
 
@@ -44,10 +44,10 @@ def tournament(
         None, "--draw-probability", help="TrueSkill's draw chance between equal agents (default: derived from the game rules)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the schedule and of every game."),
-    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    workers: Optional[int] = workers_option("Games played"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted tournament run."),
-    every: int = typer.Option(100, "--every", help="Print the leaderboard every this many rated games."),
+    every: int = typer.Option(100, "--leaderboard-every", help="Print the leaderboard every this many rated games."),
     heatmap: Optional[Path] = typer.Option(None, "--heatmap", help="Write the win-probability heatmap of the top agents (PNG)."),
     top: int = typer.Option(20, "--top", help="Agents in the printed leaderboard and the heatmap."),
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the final leaderboard to this CSV file (every agent)."),
@@ -59,7 +59,7 @@ def tournament(
 
     if workers is not None:  # every option is checked before the run is written and before torch loads
         require_positive(workers, "--workers")
-    for value, what in ((top, "--top"), (every, "--every")):
+    for value, what in ((top, "--top"), (every, "--leaderboard-every")):
         require_positive(value, what)
     check_output(heatmap, "--heatmap", ".png")
     check_output(csv_out, "--csv", ".csv")

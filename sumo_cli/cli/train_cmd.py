@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resolve_workers, resume_command,
 )
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
@@ -44,7 +44,7 @@ def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -
     from sumo_cli.errors import UserError
     from sumo_cli.learn.recipes import RECIPES
 
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     if resume is not None or (env or "sumo").strip().lower() != "sumo":
         return
@@ -177,8 +177,10 @@ def train(
     eval_bouts: Optional[int] = typer.Option(None, "--eval-bouts", rich_help_panel="Execution", help="Bouts per evaluation (default 8)."),
     horizon: Optional[int] = typer.Option(None, "--horizon", rich_help_panel="Locomotion", help="Locomotion: env steps per episode (default 100 = 5 s)."),
     hidden: Optional[int] = typer.Option(None, "--hidden", rich_help_panel="Locomotion", help="Locomotion: units per hidden layer (default 64)."),
-    workers: int = typer.Option(1, "-j", "--workers", rich_help_panel="Execution", help="Processes that run the rollout shards (default 1; results do not depend on it); "
-                                "locomotion: physics threads."),
+    workers: Optional[int] = typer.Option(None, "-j", "--workers", envvar="SUMO_WORKERS", rich_help_panel="Execution",
+                                          help="Processes that run the rollout shards at once (at most --shards are busy; "
+                                          "locomotion: physics threads); results do not depend on it (default: all "
+                                          "cores, or SUMO_WORKERS)."),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", rich_help_panel="Execution", help="Ray cluster address (default: local processes)."),
     resume: Optional[int] = typer.Option(None, "--resume", rich_help_panel="Execution", help="Continue an interrupted training run by id, with its stored settings."),
     json_out: bool = typer.Option(False, "--json", rich_help_panel="Execution", help="Print a JSON summary on stdout."),
@@ -249,7 +251,7 @@ def train(
 
     from sumo_cli.runtime.executor import make_executor
 
-    executor = make_executor(workers, address)
+    executor = make_executor(workers if address else resolve_workers(workers, cfg.rollout_shards), address)
     planned = TR.planned_iteration_env_steps(cfg)
     batch = f"{cfg.n_envs} x {cfg.num_steps}" + (f" x {planned // cfg.steps_per_iteration} phases"
                                                  if planned != cfg.steps_per_iteration else "")
@@ -282,7 +284,7 @@ def train(
 
 
 
-def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | None, workers: int,  # noqa: ANN001
+def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | None, workers: int | None,  # noqa: ANN001
                       address: str | None, json_out: bool, arch: str | None = None, strategy: str | None = None,
                       extend_to: int | None = None) -> None:
     """`sumo train --env locomotion`: a new run (``given`` = the options typed) or ``--resume`` (``extend_to``:
@@ -294,8 +296,7 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
 
     if address:
         raise UserError("--address does not apply to --env locomotion: it trains in this process (-j sets physics threads)")
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
+    workers = resolve_workers(workers)
     if resume is not None:
         cfg, agent_name, done = LT.check_resume(db, resume, extend_to)
         run_id = resume
