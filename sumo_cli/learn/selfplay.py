@@ -53,7 +53,7 @@ from torch import Tensor
 
 from sumo_cli.learn import kickstart as KS
 from sumo_cli.learn.kickstart import Teacher
-from sumo_cli.learn.ppo import PPOConfig, make_optimizer, make_params, ppo_update
+from sumo_cli.learn.ppo import make_optimizer, make_params, ppo_update
 from sumo_cli.learn.rollout import Rollout
 # the run's settings, in a module of their own so that bad input is answered before torch loads
 from sumo_cli.learn.train_config import SELF, StoredConfig, TrainConfig  # noqa: F401
