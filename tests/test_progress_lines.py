@@ -57,3 +57,11 @@ def test_tournament_and_evolution_in_a_log_write_progress_lines(shipped_ants, cl
     code, out, err = cli("evolve", *game, "--generations", "1", "--copies", "1")
     assert code == 0, err
     assert "games 2/2 (100%), generation 1/1: 2/2 games" in " ".join(err.split())
+
+
+def test_a_resumed_run_says_its_expected_duration_in_its_header(cli):
+    code, out, err = cli("train", "--body", "ant", "--arch", "mlp", *TINY, "--iterations", "1")
+    assert code == 0, err
+    code, out, err = cli("train", "--resume", "1", "--iterations", "3")
+    assert code == 0, err
+    assert "left at the stored iterations' pace" in " ".join(err.split())

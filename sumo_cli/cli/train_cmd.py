@@ -67,6 +67,19 @@ def _say_numbered_name(agent_name: str, body: str, arch: str, strategy: str) -> 
                           "another name)", highlight=False, soft_wrap=True)
 
 
+def _stored_pace(db, run_id: int, left: int) -> str:  # noqa: ANN001
+    """``; about 2 h 10 min left at ...`` for a resumed run: its iterations so far say how long the rest
+    takes before this session's first one ends; "" for a new run."""
+    from sumo_cli.cli.estimate import duration
+    from sumo_cli.store.games import mean_iteration_seconds
+
+    with db.read() as s:
+        mean = mean_iteration_seconds(s, run_id)
+    if mean is None or left <= 0:
+        return ""
+    return f"; about {duration(mean * left)} left at the stored iterations' pace ({duration(mean)} each)"
+
+
 def _training_view(total: int, done: int, json_out: bool, shown: str, fields):  # noqa: ANN001, ANN202
     """The progress of a training run and the ``on_iteration`` callback that moves it: on a terminal a
     live bar whose time left is known from the first finished iteration (this session's mean
@@ -253,6 +266,7 @@ def train(
 
     executor = make_executor(workers if address else resolve_workers(workers, cfg.rollout_shards), address)
     planned = TR.planned_iteration_env_steps(cfg)
+    pace = _stored_pace(db, run_id, cfg.iterations - done)
     batch = f"{cfg.n_envs} x {cfg.num_steps}" + (f" x {planned // cfg.steps_per_iteration} phases"
                                                  if planned != cfg.steps_per_iteration else "")
     if not json_out:
@@ -260,7 +274,7 @@ def train(
             f"training run {run_id}: {agent_name} ({cfg.body}, {cfg.policy_arch}, strategy {cfg.strategy}"
             f"{', recipe ' + cfg.recipe if cfg.recipe else ''}) "
             f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {planned:,} "
-            f"env steps ({batch}), {cfg.physics} physics, {executor.workers} worker(s)",
+            f"env steps ({batch}), {cfg.physics} physics, {executor.workers} worker(s){pace}",
             highlight=False,
         )
 
@@ -322,7 +336,8 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
         err_console.print(
             f"training run {run_id}: {agent_name} (locomotion, {cfg.policy_arch}, strategy {cfg.strategy}); "
             f"iterations {done + 1}..{cfg.iterations} of {cfg.steps_per_iteration} env steps ({what}, horizon "
-            f"{cfg.horizon}), {cfg.physics} physics, {workers} physics thread(s)", highlight=False,
+            f"{cfg.horizon}), {cfg.physics} physics, {workers} physics thread(s)"
+            f"{_stored_pace(db, run_id, cfg.iterations - done)}", highlight=False,
         )
 
     def fmt(x, spec: str) -> str:  # noqa: ANN001

@@ -253,6 +253,12 @@ def shown_status(run: Run, is_alive: Callable[[str | None, datetime | None], boo
     return "running" if is_alive(run.owner, run.updated_at) else "interrupted"
 
 
+def mean_iteration_seconds(session: Session, run_id: int) -> float | None:
+    """The mean wall time of a training run's stored iterations (None before the first)."""
+    mean = session.scalar(select(func.avg(Iteration.wall_seconds)).where(Iteration.run_id == run_id))
+    return float(mean) if mean is not None else None
+
+
 def list_runs(session: Session, limit: int = 50,
               is_alive: Callable[[str | None, datetime | None], bool] | None = None) -> list[dict]:
     """The newest runs, their status as :func:`shown_status` sees it."""
