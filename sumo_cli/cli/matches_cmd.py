@@ -48,7 +48,7 @@ def list_matches(
               r["rounds"], f"{r['wall_seconds']:.1f}"] for r in rows]
     err_console.print(whole_words_table("games (newest first; an interrupted game has no result)",
                                         ["id", "run", "A", "B", "outcome", "rounds A-D-B", "seconds"], cells,
-                                        err_console.width, drop_order=("run", "seconds", "rounds A-D-B"),
+                                        err_console.width, drop_order=("seconds", "rounds A-D-B", "run"),
                                         left=("A", "B", "outcome")))
 
 
