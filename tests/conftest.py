@@ -33,6 +33,22 @@ def _own_helpers() -> set[int]:
     return {p for p in pids if p}
 
 
+def pytest_collection_modifyitems(config, items):  # noqa: ANN001
+    """``SUMO_TEST_ORDER_SEED=N``: run the tests in a random order drawn from seed N (no plugin
+    needed), so that a test that depends on the ones before it shows up; the same seed gives the
+    same order again."""
+    seed = os.environ.get("SUMO_TEST_ORDER_SEED")
+    if seed:
+        import random
+
+        random.Random(int(seed)).shuffle(items)
+
+
+def pytest_report_header(config):  # noqa: ANN001
+    seed = os.environ.get("SUMO_TEST_ORDER_SEED")
+    return f"tests in random order, SUMO_TEST_ORDER_SEED={seed}" if seed else None
+
+
 def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001
     import processes
 
