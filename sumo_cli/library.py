@@ -22,7 +22,8 @@ from sumo_cli.store.database import Database
 
 @dataclass
 class LoadedAgent:
-    """An agent version ready to play: its parameters, normaliser statistics and strategy."""
+    """An agent version ready to play: its parameters, normaliser statistics and the strategy it
+    plays with (``trained_strategy`` unless the name asked for another, ``NAME:STRATEGY``)."""
 
     name: str
     version: int
@@ -35,10 +36,13 @@ class LoadedAgent:
     obs_stats: dict[str, torch.Tensor]
     meta_params: dict[str, torch.Tensor]
     metadata: dict
+    trained_strategy: str | None = None  # None: the same as ``strategy``
 
     @property
     def display(self) -> str:
-        return f"{self.name}@{self.version}"
+        text = f"{self.name}@{self.version}"
+        played_as = self.trained_strategy is not None and self.strategy != self.trained_strategy
+        return f"{text}:{self.strategy}" if played_as else text
 
 
 def load_agent(db: Database, name: str) -> LoadedAgent:
@@ -54,12 +58,13 @@ def load_agent(db: Database, name: str) -> LoadedAgent:
         version_id=rv.version_id,
         body=rv.body,
         arch=rv.arch,
-        strategy=rv.strategy,
+        strategy=rv.plays,
         spec=ckpt.spec,
         params=ckpt.params,
         obs_stats=ckpt.obs_stats,
         meta_params=ckpt.meta_params,
         metadata=ckpt.metadata,
+        trained_strategy=rv.strategy,
     )
 
 
@@ -88,7 +93,7 @@ def load_start(db: Database, name: str, theta0: dict) -> LoadedAgent:
     ckpt = load_checkpoint(Path(theta0["path"]), theta0["sha256"])
     return LoadedAgent(name=latest.name, version=0, version_id=-1, body=latest.body, arch=latest.arch,
                        strategy=latest.strategy, spec=ckpt.spec, params=ckpt.params, obs_stats=ckpt.obs_stats,
-                       meta_params=ckpt.meta_params, metadata=ckpt.metadata)
+                       meta_params=ckpt.meta_params, metadata=ckpt.metadata, trained_strategy=latest.trained_strategy)
 
 
 def checkpoint_file(db: Database, agent_name: str, version: int) -> Path:

@@ -35,17 +35,8 @@ def check_new_run(db: Database, cfg: LL.LocoConfig, name: str | None) -> str:
     bad = cfg.check()
     if bad:
         raise UserError(bad[0])
-    agent_name = names.validate_custom_name(name) if name else names.canonical_name(
-        names.LOCOMOTION, cfg.arch, cfg.strategy)
     with db.read() as s:
-        existing = registry.get_agent(s, agent_name)
-        if existing is not None:
-            run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
-            run = s.get(Run, run_id) if run_id is not None else None
-            resumable = run is not None and run.kind == TR.RUN_KIND and run.status != "finished"
-            hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
-            raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
-    return agent_name
+        return TR.new_agent_name(s, name, names.canonical_name(names.LOCOMOTION, cfg.arch, cfg.strategy))
 
 
 def create_run(db: Database, cfg: LL.LocoConfig, agent_name: str) -> int:
@@ -129,30 +120,22 @@ EVAL_KIND = "locomotion-eval"
 TEST_PAIRS = ("back", "middle", "front")
 
 
-OVERRIDES = ("none", "track", "meta")
-
-
 def load_locomotion_agents(db: Database, agent_names: list[str]) -> list[tuple[object, str]]:
     """Every named agent's checkpoint (verified) with the strategy it plays: its own, or the one
     after a colon (``loco-mlp-track:none`` plays the tracking agent's policy without adaptation;
-    none, track or meta, not for RL^2). One sentence on the first bad name; nothing is written."""
+    the agent-name grammar's ``NAME[@V][:STRATEGY]``, as in every command that plays agents). One
+    sentence on the first bad name; nothing is written."""
     from sumo_cli.library import load_agent
 
     if not agent_names:
         raise UserError("name at least one locomotion agent, e.g. loco-mlp")
     out = []
     for text in agent_names:
-        name, colon, strategy = text.partition(":")
-        strategy = strategy.strip().lower()
-        if colon and strategy not in OVERRIDES:
-            raise UserError(f"{text!r}: the strategy after ':' must be one of {', '.join(OVERRIDES)}")
-        a = load_agent(db, name)
+        a = load_agent(db, text)
         if a.body != names.LOCOMOTION:
             raise UserError(f"{a.display} is a sumo agent ({a.body}); `sumo eval locomotion` takes agents trained "
                             "with `sumo train --env locomotion` (loco-mlp, loco-track, loco-meta, ...)")
-        if colon and a.spec.arch == "rl2":
-            raise UserError(f"{a.display} is an RL^2 policy: it adapts through its recurrent state only; drop ':{strategy}'")
-        out.append((a, strategy if colon else a.strategy))
+        out.append((a, a.strategy))
     return out
 
 
@@ -174,7 +157,7 @@ def evaluate_agents(db: Database, agents: list[tuple[object, str]], repeats: int
                 t1 = time.perf_counter()
                 r = evaluate_checkpoint(a.spec, a.params, a.obs_stats, strategy, a.meta_params, a.metadata, pair,
                                         repeats=repeats, seed=seed, n_threads=n_threads)
-                row = {"agent": a.display, "arch": a.spec.arch, "strategy": strategy, "pair": pair,
+                row = {"agent": f"{a.name}@{a.version}", "arch": a.spec.arch, "strategy": strategy, "pair": pair,
                        "legs": list(r["legs"]), "mean": [float(x) for x in r["mean"]],
                        "ci95": [float(x) for x in r["ci95"]],
                        "returns": [[float(x) for x in ep] for ep in r["returns"]],
@@ -182,7 +165,7 @@ def evaluate_agents(db: Database, agents: list[tuple[object, str]], repeats: int
                 results.append(row)
                 if on_result is not None:
                     on_result(row)
-    config = {"agents": [f"{a.display}:{strategy}" for a, strategy in agents], "repeats": repeats, "pairs": list(TEST_PAIRS),
+    config = {"agents": [f"{a.name}@{a.version}:{strategy}" for a, strategy in agents], "repeats": repeats, "pairs": list(TEST_PAIRS),
               "episodes": 7}
     with db.write() as s:
         run_id = store_runs.create_run(s, EVAL_KIND, config, seed, len(results), __version__)

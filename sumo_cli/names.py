@@ -7,9 +7,14 @@
     zoo-<body>-<arch>-v<k>             an imported original RoboSumo policy
     loco-<arch>, loco-[<arch>-]track,  the same combinations trained for nonstationary locomotion
     loco-[<arch>-]meta, loco-rl2       (``sumo train --env locomotion``; not sumo players)
+    <combination>-<k>                  the k-th agent of a combination (k >= 2): a training run's
+                                       default name when a shipped agent holds the canonical one
     <custom>                           a name given to a training run with --name
 
-Any of them may end in ``@<version>`` to pick a snapshot. The seven combinations have one
+Any of them may end in ``@<version>`` to pick a snapshot, and then in ``:<strategy>`` (none, track or
+meta) to play the policy with another adaptation strategy than the one it was trained with
+(``ant-lstm:track``, ``bug-lstm@20:meta``): every command that plays agents takes it, so a shipped
+policy can adapt without a training run first. The seven combinations have one
 canonical spelling (``ant-lstm-meta`` is stored as ``ant-meta``) so that two spellings of the same
 agent can never become two agents.
 """
@@ -27,6 +32,8 @@ BODIES = ("ant", "bug", "spider")
 LOCOMOTION = "loco"
 ARCHS = ("mlp", "lstm")
 STRATEGIES = ("none", "track", "meta", "rl2")
+#: The strategies a policy can be played with after ``:`` (RL^2 needs a policy trained for its inputs).
+PLAY_STRATEGIES = ("none", "track", "meta")
 
 #: The paper's seven policy/adaptation combinations, as (arch, strategy).
 COMBINATIONS = (
@@ -40,22 +47,26 @@ COMBINATIONS = (
 )
 
 _CUSTOM = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_NUMBERED = re.compile(r"^(?P<head>.+)-(?P<k>\d+)$")
 _ZOO = re.compile(r"^zoo-(?P<body>[a-z]+)-(?P<arch>[a-z0-9]+)-v(?P<k>\d+)$")
 
 
 @dataclass(frozen=True)
 class AgentRef:
-    """A parsed name: ``name`` is canonical; body/arch/strategy are None for custom names."""
+    """A parsed name: ``name`` is canonical; body/arch/strategy are None for custom names (strategy
+    is the one the name spells, not ``played_as``); ``played_as`` is the strategy after ``:``."""
 
     name: str
     version: int | None
     body: str | None = None
     arch: str | None = None
     strategy: str | None = None
+    played_as: str | None = None
 
     @property
     def display(self) -> str:
-        return self.name if self.version is None else f"{self.name}@{self.version}"
+        text = self.name if self.version is None else f"{self.name}@{self.version}"
+        return text if self.played_as is None else f"{text}:{self.played_as}"
 
 
 def canonical_name(body: str, arch: str, strategy: str) -> str:
@@ -91,6 +102,11 @@ def _parse_combination(base: str) -> tuple[str, str, str] | None:
     return None
 
 
+def numbered_name(canonical: str, k: int) -> str:
+    """The k-th agent of a combination (k >= 2): ``ant-mlp-2``."""
+    return f"{canonical}-{k}"
+
+
 def all_combination_names() -> list[str]:
     return [canonical_name(b, a, s) for b in BODIES for a, s in COMBINATIONS]
 
@@ -101,8 +117,28 @@ def locomotion_names() -> list[str]:
 
 
 def parse(text: str) -> AgentRef:
-    """Parse what a user typed. Raises UserError for names no agent could ever have."""
-    raw = text.strip().lower()
+    """Parse what a user typed: ``NAME[@V][:STRATEGY]``. Raises UserError for names no agent could
+    ever have."""
+    raw, colon, played_as = text.strip().lower().partition(":")
+    if colon:
+        played_as = played_as.strip()
+        if played_as not in PLAY_STRATEGIES:
+            raise UserError(f"{text!r}: the strategy after ':' must be one of {', '.join(PLAY_STRATEGIES)}, "
+                            f"e.g. ant-lstm:track")
+    ref = _parse_name(text, raw.strip())
+    return ref if not colon else AgentRef(ref.name, ref.version, ref.body, ref.arch, ref.strategy, played_as)
+
+
+def without_strategy(text: str, where: str, because: str = "it plays no games, so no agent adapts") -> str:
+    """``text`` when it names no ``:STRATEGY``; else one sentence: ``where`` takes agents that do
+    not adapt there (a training opponent, a teacher, single bouts), so a strategy would mean nothing."""
+    if ":" in text:
+        raise UserError(f"{where} takes agent names without ':STRATEGY' ({because}); "
+                        f"drop ':{text.partition(':')[2].strip()}' from {text.strip()!r}")
+    return text
+
+
+def _parse_name(text: str, raw: str) -> AgentRef:
     base, at, ver = raw.partition("@")
     version = None
     if at:
@@ -115,6 +151,11 @@ def parse(text: str) -> AgentRef:
     if combo:
         body, arch, strategy = combo
         return AgentRef(canonical_name(body, arch, strategy), version, body, arch, strategy)
+    numbered = _NUMBERED.match(base)
+    if numbered and _parse_combination(numbered["head"]) and int(numbered["k"]) >= 2:
+        body, arch, strategy = _parse_combination(numbered["head"])
+        return AgentRef(numbered_name(canonical_name(body, arch, strategy), int(numbered["k"])), version, body, arch,
+                        strategy)
     m = _ZOO.match(base)
     if m:
         body, arch = m["body"], m["arch"]
@@ -131,7 +172,7 @@ def parse(text: str) -> AgentRef:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UserError(
             f"{text!r} is not a valid agent name (<body>-<arch>, <body>-[<arch>-]track, "
-            f"<body>-[<arch>-]meta, <body>-rl2, zoo-<body>-<arch>-v<k>){hint}"
+            f"<body>-[<arch>-]meta, <body>-rl2, any of them numbered -2, -3, ..., zoo-<body>-<arch>-v<k>){hint}"
         )
     if not _CUSTOM.match(base):
         raise UserError(
@@ -143,6 +184,8 @@ def parse(text: str) -> AgentRef:
 
 def validate_custom_name(name: str) -> str:
     """A name given to a training run must not shadow the grammar (so it can never be ambiguous)."""
+    if ":" in name:
+        raise UserError(f"{name!r} cannot be a custom agent name: ':' marks the strategy an agent is played with")
     ref = parse(name)
     if ref.body is not None or ref.version is not None:
         raise UserError(

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
+from sumo_cli.errors import UserError
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 
@@ -70,7 +71,14 @@ class ShippedAgent:
 def read_manifest(folder: Path | None = None) -> list[ShippedAgent]:
     """The agents of the manifest in ``folder`` (default :func:`policies_dir`); none when there is
     no folder or no manifest. A malformed manifest is an error (the repository is broken)."""
-    folder = policies_dir() if folder is None else folder
+    if folder is None:
+        folder = policies_dir()
+        named = os.environ.get("SUMO_POLICIES")
+        if folder is not None and named is not None and not (folder / "manifest.json").is_file():
+            # a folder the user named, not there: say so (the command would answer "no agents" instead)
+            what = "does not exist" if not folder.exists() else "holds no manifest.json (no shipped agents)"
+            raise UserError(f"SUMO_POLICIES={named}: the folder {folder} {what}; unset SUMO_POLICIES for the agents "
+                            "shipped in policies/, or set it empty to turn shipped agents off")
     if folder is None or not (folder / "manifest.json").is_file():
         return []
     doc = json.loads((folder / "manifest.json").read_text())

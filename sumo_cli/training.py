@@ -71,6 +71,30 @@ def _run_dir(db: Database, run_id: int) -> Path:
 # checks (nothing is written)
 
 
+def new_agent_name(s, name: str | None, canonical: str) -> str:  # noqa: ANN001 - a store session
+    """The agent a new training run creates: ``name`` (--name), else the combination's canonical
+    name; when an agent shipped in policies/ holds that one (a fresh clone's ``ant-mlp``), the first
+    numbered name no agent holds (``ant-mlp-2``, ``ant-mlp-3``, ...), so a first run starts. A name
+    held by the user's own agent is refused in one sentence (with the command that continues its
+    unfinished run)."""
+    from sumo_cli.shipped import PROVENANCE
+
+    agent_name = names.validate_custom_name(name) if name else canonical
+    existing = registry.get_agent(s, agent_name)
+    if existing is not None and name is None and existing.provenance == PROVENANCE:
+        k = 2
+        while registry.get_agent(s, names.numbered_name(canonical, k)) is not None:
+            k += 1
+        return names.numbered_name(canonical, k)
+    if existing is not None:
+        run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
+        run = s.get(Run, run_id) if run_id is not None else None
+        resumable = run is not None and run.kind == RUN_KIND and run.status != "finished"
+        hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
+        raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
+    return agent_name
+
+
 def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[str, list[Opponent]]:
     """The agent name and the resolved opponents of a new run, or a UserError saying what is wrong."""
     bad = cfg.check()
@@ -80,22 +104,15 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
     if SP.learner_factory(cfg.strategy) is None:
         raise UserError(f"training with strategy {cfg.strategy!r} is not available in this sumo yet "
                         f"(it plugs in through sumo_cli.learn.selfplay.register_learner)")
-    agent_name = names.validate_custom_name(name) if name else canonical
     opponents: list[Opponent] = []
     with db.read() as s:
-        existing = registry.get_agent(s, agent_name)
-        if existing is not None:
-            run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
-            run = s.get(Run, run_id) if run_id is not None else None
-            resumable = run is not None and run.kind == RUN_KIND and run.status != "finished"
-            hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
-            raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
+        agent_name = new_agent_name(s, name, canonical)
         for token in cfg.opponents:
             token = token.strip()
             if token.lower() == SP.SELF:
                 opponents.append(Opponent(SP.SELF, cfg.body))
                 continue
-            ref = names.parse(token)
+            ref = names.parse(names.without_strategy(token, "--opponents", "training opponents do not adapt"))
             rv = registry.resolve(s, token)  # unknown names: one sentence with close matches
             opponents.append(Opponent(rv.agent_name, rv.body, rv.version if ref.version else None))
         files = [(v.checkpoint_path, v.sha256) for op in opponents if op.name != SP.SELF
@@ -125,6 +142,17 @@ def check_new_run(db: Database, cfg: SP.TrainConfig, name: str | None) -> tuple[
     return agent_name, opponents
 
 
+def planned_iteration_env_steps(cfg: SP.TrainConfig) -> int:
+    """The env steps one iteration of ``cfg`` simulates: its batch (``n_envs x num_steps``), once per
+    collection phase of a meta-iteration (a few iterations measure the held-out gain with one or two
+    phases more)."""
+    if cfg.strategy == "meta":
+        from sumo_cli.learn.meta_selfplay import meta_config
+
+        return meta_config(SP.policy_spec(cfg), cfg).phases * cfg.steps_per_iteration
+    return cfg.steps_per_iteration
+
+
 def _load_version(db: Database, ref: str):  # noqa: ANN202 - (registry version, Checkpoint)
     """The stored version ``ref`` (``name`` or ``name@version``) and its checkpoint, SHA-256 checked."""
     with db.read() as s:
@@ -135,7 +163,7 @@ def _load_version(db: Database, ref: str):  # noqa: ANN202 - (registry version, 
 def _check_init_from(db: Database, cfg: SP.TrainConfig) -> str:
     """``cfg.init_from`` pinned to one stored version (``name@version``), once its checkpoint loads
     and holds a policy of the run's shape; else a UserError in one sentence."""
-    rv, ck = _load_version(db, cfg.init_from)
+    rv, ck = _load_version(db, names.without_strategy(cfg.init_from, "--init-from", "it starts from the parameters"))
     want = SP.policy_spec(cfg)
     if ck.spec != want:
         raise UserError(f"--init-from {rv.agent_name}@{rv.version} is a {rv.body} {ck.spec.arch} policy "
@@ -174,7 +202,7 @@ def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
     the run's policy observes; else a UserError in one sentence."""
     if cfg.strategy == "meta":
         raise UserError("--teacher applies to the strategies none, track and rl2, not meta")
-    rv, ck = _load_version(db, cfg.teacher)
+    rv, ck = _load_version(db, names.without_strategy(cfg.teacher, "--teacher", "a teacher does not adapt"))
     problem = _unfit_teacher(ck.spec, cfg)
     if problem:
         raise UserError(f"--teacher {rv.agent_name}@{rv.version} {problem}")

@@ -33,6 +33,22 @@ def _own_helpers() -> set[int]:
     return {p for p in pids if p}
 
 
+def pytest_collection_modifyitems(config, items):  # noqa: ANN001
+    """``SUMO_TEST_ORDER_SEED=N``: run the tests in a random order drawn from seed N (no plugin
+    needed), so that a test that depends on the ones before it shows up; the same seed gives the
+    same order again."""
+    seed = os.environ.get("SUMO_TEST_ORDER_SEED")
+    if seed:
+        import random
+
+        random.Random(int(seed)).shuffle(items)
+
+
+def pytest_report_header(config):  # noqa: ANN001
+    seed = os.environ.get("SUMO_TEST_ORDER_SEED")
+    return f"tests in random order, SUMO_TEST_ORDER_SEED={seed}" if seed else None
+
+
 def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001
     import processes
 
@@ -43,6 +59,18 @@ def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001
         session.config.get_terminal_writer().line(
             f"\nthe test session left {len(left)} process(es) behind:\n{lines}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+@pytest.fixture(autouse=True)
+def environment_as_the_session_began():
+    """Every test sees the environment variables the session began with, whatever the tests before
+    it ran: code that sets them for the process (choosing a GL backend sets MUJOCO_GL and
+    PYOPENGL_PLATFORM) must not make a later test depend on the order of the tests."""
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
 
 @pytest.fixture
 def one_torch_thread():
@@ -111,6 +139,9 @@ def cli(tmp_path: Path, monkeypatch):  # noqa: ANN001
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SUMO_DB", raising=False)
+    # the commands run inside the test's process: one worker (no pool of processes to start, seconds
+    # each) unless a test asks for more with -j
+    monkeypatch.setenv("SUMO_WORKERS", "1")
     runner = CliRunner()
 
     def run(*args: str):
@@ -133,3 +164,27 @@ def zoo_db(tmp_path_factory) -> Path:
     import_zoo(db, ZOO_DIR)
     db.dispose()
     return root / "db" / "sumo.sqlite"
+
+
+@pytest.fixture
+def shipped_ants(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
+    """A policies/ folder of two shipped Ant MLPs (``ant-mlp`` and ``sparring-ant``, version 7, fresh
+    weights) trained without adaptation, which every test database then holds."""
+    import torch
+
+    from sumo_cli import shipped
+    from sumo_cli.nets import policy as P
+    from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
+    from sumo_cli.nets.normalizer import new_stats
+
+    folder = tmp_path / "policies"
+    spec = P.PolicySpec("mlp", 133, 8, features="ego")
+    for name in ("ant-mlp", "sparring-ant"):
+        params = P.init_params(spec, torch.Generator().manual_seed(7))
+        base = tmp_path / "run" / name / "v00007"
+        base.parent.mkdir(parents=True, exist_ok=True)
+        sha = save_checkpoint(base, checkpoint_tensors(params, new_stats(133)), spec, body="ant", strategy="none",
+                              metadata={"agent": name, "version": 7})
+        shipped.ship(folder, name, "ant", "mlp", "none", [(7, base, sha, 7, 700)], {"command": "test"})
+    monkeypatch.setenv("SUMO_POLICIES", str(folder))
+    return folder

@@ -4,10 +4,14 @@ one-sentence answer comes at once. Checked through sys.modules, not by timing.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+REPO_POLICIES = Path(__file__).resolve().parents[1] / "policies"
 
 PROBE = """
 import json, sys
@@ -32,9 +36,29 @@ print(json.dumps({"code": code, "heavy": [m for m in ("torch", "mujoco") if m in
     ("train", "--body", "antelope"),
     ("train", "--body", "ant", "--recipe", "fastest"),
     ("train", "--body", "ant", "--features", "egocentric"),
+    ("train",),
+    ("train", "--body", "ant", "--iterations", "0"),
+    ("train", "--resume", "99999"),
+    ("zoo", "import", "/missing"),
 ], ids=lambda a: "-".join(a)[:40])
 def test_bad_input_does_not_import_torch(tmp_path, args):
-    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    _probe(tmp_path, args, os.environ)
+
+
+@pytest.mark.parametrize("args", [
+    ("tournament", "--agents", "ant-mlp,bug-mlp", "-j", "0"),
+    ("evolve", "--agents", "ant-mlp,bug-mlp", "-j", "0"),
+    ("tournament", "--agents", "ant-mlp,bug-mlp", "--leaderboard-every", "0"),
+], ids=lambda a: "-".join(a)[:40])
+def test_a_bad_option_beside_real_agents_does_not_import_torch(tmp_path, args):
+    """With the shipped agents, so that only the option is wrong."""
+    _probe(tmp_path, args, {**os.environ, "SUMO_POLICIES": str(REPO_POLICIES)})
+
+
+def _probe(tmp_path, args, env) -> None:  # noqa: ANN001
+    env = {**env, "PYTHONPATH": os.pathsep.join([str(REPO_POLICIES.parent), env.get("PYTHONPATH", "")])}  # this checkout
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=env)
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
     assert doc["code"] == 2, proc.stderr
     assert doc["heavy"] == [], (args, proc.stderr)

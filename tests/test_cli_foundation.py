@@ -101,3 +101,30 @@ def test_help_shows_no_value_after_flags(cli):
         assert code == 0 and "--json" in out and "<bool>" not in out, out
     code, out, _ = cli("runs", "--help")
     assert "<int>" in out  # options that take a value still say which
+
+
+def test_an_option_name_has_one_meaning_and_one_default():
+    """-j/--workers is all cores (or SUMO_WORKERS) wherever it appears; --threads the physics threads
+    of one game; --every only picks the rows of runs show (the leaderboard's and the frames' have
+    names of their own)."""
+    import typer.main
+
+    from sumo_cli.cli.app import app
+
+    def commands(cmd, path=()):  # noqa: ANN001, ANN202
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield (*path, name), sub
+            yield from commands(sub, (*path, name))
+
+    seen: dict[str, set] = {}
+    for path, cmd in commands(typer.main.get_command(app)):
+        if path[0] == "bench":
+            continue  # benchmarks measure set configurations
+        for p in cmd.params:
+            for opt in p.opts:
+                if opt in ("-j", "--workers", "--threads", "--every"):
+                    seen.setdefault(opt, set()).add((p.default, getattr(p, "envvar", None)))
+                    if opt == "--every":
+                        assert path == ("runs", "show"), path
+    assert seen["--workers"] == {(None, "SUMO_WORKERS")} == seen["-j"]
+    assert seen["--threads"] == {(None, None)}

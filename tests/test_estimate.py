@@ -102,7 +102,7 @@ def _flat(text: str) -> str:
 
 def test_tournament_says_its_expected_duration_before_the_first_game_ends(shipped_agents, cli):
     code, _, err = cli("tournament", "--agents", "ant-mlp,bug-mlp", "--matches", 2, "--rounds", 3, "--episodes", 1,
-                       "--every", 1, "-j", 1)
+                       "--leaderboard-every", 1, "-j", 1)
     err = _flat(err)
     assert code == 0, err
     assert "expected duration: " in err and "after 1 rated games" in err, err

@@ -47,3 +47,34 @@ def test_locomotion_results_keep_intervals_whole(monkeypatch, width):
     for k in range(7):
         assert f"{-13.62 + k:.1f}" in words
     assert "±10.8" in words and "loco-mlp-track@120" in words and "loco-mlp-meta@120" in words
+
+
+@pytest.mark.parametrize("width", [80, 140])
+def test_eval_sumo_curve_keeps_the_opponents_whole(monkeypatch, width):
+    from sumo_cli.cli import eval_sumo_cmd as C
+
+    curve = [dict(version=v, env_steps=v * 32768, opponent=o, win_rate=0.5, draw_rate=0.25, loss_rate=0.25,
+                  mean_length=312.4, mean_steps_to_close=41.0)
+             for v in (0, 120, 600) for o in ("motionless-ant", "motionless-bug", "zoo-spider-lstm-v3@1")]
+    doc = dict(agent="spider-lstm", bouts=48, physics="faithful", seed=1, curve=curve)
+    out = _render(monkeypatch, C, lambda: [C.curve_table(doc)], width)
+    assert max(len(line) for line in out.splitlines()) <= width
+    assert "…" not in out
+    words = out.split()
+    assert {"motionless-ant", "motionless-bug", "zoo-spider-lstm-v3@1", "19,660,800"} <= set(words)
+
+
+@pytest.mark.parametrize("width", [80, 140])
+def test_a_meta_runs_iterations_keep_iteration_and_figures_whole(monkeypatch, width):
+    from sumo_cli.cli import runs_cmd as R
+
+    metrics = dict(alpha=0.9, win_rate=0.5, draw_rate=0.2, loss_rate=0.3, mean_return=-123.4, mean_min_dist=1.23,
+                   meta_alpha_0=0.512, meta_alpha_1=0.498, meta_alpha_2=0.501, heldout_return_adapted=-100.5,
+                   heldout_return_unadapted=-110.25, heldout_gain=9.75, heldout_gain_ci95=4.5,
+                   heldout_specific_gain=1.25, heldout_specific_gain_ci95=3.5, steps_per_second=1234.0)
+    iterations = [dict(iteration=k, env_steps=131072 * k, wall_seconds=60.0, metrics=metrics) for k in range(1, 4)]
+    out = _render(monkeypatch, R, lambda: R._print_iterations({"env": "sumo"}, iterations, None) or [], width)
+    assert max(len(line) for line in out.splitlines()) <= width
+    assert "…" not in out
+    words = out.split()
+    assert {"393,216", "-123.4", "9.8"} <= set(words)

@@ -132,7 +132,7 @@ def _db_state(db_path: Path) -> dict:
 def test_a_plan_runs_in_dependency_order_and_a_second_run_skips_it(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("SUMO_CHECKPOINTS", str(tmp_path / "ckpt"))
     plan = _plan(tmp_path, TINY_PLAN)
-    code, _, err = cli("population", "train", "--plan", plan, "-j", "2", "--every", "0.5")
+    code, _, err = cli("population", "train", "--plan", plan, "-j", "2")
     assert code == 0, err
     state = _db_state(tmp_path / "db" / "sumo.sqlite")
     assert state["t-ant"][0] == "none" and sorted(state["t-ant"][1]) == [1, 2, 3]
@@ -164,8 +164,7 @@ def test_the_plan_continues_exactly_after_ctrl_c_or_kill_9_of_the_runner(tmp_pat
     plan = _plan(tmp_path, TINY_PLAN.replace("--iterations 3", "--iterations 6"))
     db_path = tmp_path / "db" / "sumo.sqlite"
     env = {**os.environ, "SUMO_CHECKPOINTS": str(tmp_path / "ckpt")}
-    cmd = [sys.executable, "-m", "sumo_cli", "--db", str(db_path), "population", "train", "--plan", str(plan), "-j", "1",
-           "--every", "0.5"]
+    cmd = [sys.executable, "-m", "sumo_cli", "--db", str(db_path), "population", "train", "--plan", str(plan), "-j", "1"]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:

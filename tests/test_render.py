@@ -87,6 +87,7 @@ def test_no_working_gl_backend_is_one_sentence(monkeypatch):
 
     monkeypatch.setattr(R, "_backend", None)
     monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.delenv("PYOPENGL_PLATFORM", raising=False)  # no platform asked for: each backend is probed
     monkeypatch.setattr(R, "auto_candidates", lambda: ["osmesa", "egl"])
     monkeypatch.setattr(R, "_probe", lambda backend: f"{backend} cannot open a context")
     with pytest.raises(UserError) as exc:
@@ -234,7 +235,7 @@ def zoo_pair(cli, zoo_dir, tmp_path):
 def test_cli_render_video_and_still(gl, cli, zoo_pair, tmp_path):
     a, b = zoo_pair
     code, out, err = cli("render", a, b, "--out", tmp_path / "bout.mp4", "--png", tmp_path / "still.png", "--step", 20,
-                         "--episodes", 1, "--physics", "fast", "--seed", 3, "--every", 5, "--width", 160, "--height", 120,
+                         "--episodes", 1, "--physics", "fast", "--seed", 3, "--frame-every", 5, "--width", 160, "--height", 120,
                          "--json")
     assert code == 0, err
     doc = json.loads(out)

@@ -146,3 +146,31 @@ def test_a_tournament_or_evolution_still_running_elsewhere_is_not_resumed(cli, t
     code, _, err = cli(kind, "--resume", "1")
     assert code == 2 and f"run 1 is being run by process {sleeper.pid}" in err, err
     assert _run(tmp_path) == before
+
+
+def test_runs_marks_a_run_whose_process_is_gone_as_interrupted_with_its_resume_command(cli, tmp_path, sleeper):
+    code, _, err = cli("train", "--body", "ant", "--arch", "mlp", "--iterations", "1", *TINY)
+    assert code == 0, err
+    resume = f"sumo --db {tmp_path / 'db' / 'sumo.sqlite'} train --resume 1"
+
+    def listed() -> dict:
+        code, out, err = cli("runs", "--json")
+        assert code == 0, err
+        return json.loads(out)[0]
+
+    _set_owner(tmp_path, f"{socket.gethostname()}:{sleeper.pid}:t0")  # as if killed -9 while a process trains it
+    assert (listed()["status"], listed()["resume"]) == ("running", None)
+    sleeper.kill()
+    sleeper.wait()
+    assert (listed()["status"], listed()["resume"]) == ("interrupted", resume)
+    code, out, err = cli("runs")
+    assert f"resume run 1 with: {resume}" in " ".join(err.split())
+    code, out, err = cli("runs", "show", "1")
+    assert "interrupted" in err and f"resume with: {resume}" in " ".join(err.split())
+    # a run written but not yet claimed (its process loads its agents first) is running until it goes stale
+    _set_owner(tmp_path, None)
+    assert listed()["status"] == "running"
+    _set_owner(tmp_path, None, age=ownership.OTHER_HOST_STALE + timedelta(seconds=5))
+    assert listed()["status"] == "interrupted"
+    _set_owner(tmp_path, None, status="finished")
+    assert (listed()["status"], listed()["resume"]) == ("finished", None)

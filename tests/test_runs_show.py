@@ -80,6 +80,10 @@ def test_show_training_run_as_table_json_and_plot(cli, tmp_path):
 
     # the figure: a PNG, and its path in the JSON when both are asked for
     code, out, err = cli("runs", "show", run_id, "--plot", "curves/train.png")
+    assert code == 2 and "the folder curves of --plot curves/train.png does not exist" in err  # as for --db
+    assert not (tmp_path / "curves").exists()
+    (tmp_path / "curves").mkdir()
+    code, out, err = cli("runs", "show", run_id, "--plot", "curves/train.png")
     assert code == 0, err
     png = tmp_path / "curves" / "train.png"
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000

@@ -142,3 +142,12 @@ def test_every_command_sees_the_shipped_agents_on_a_fresh_database(policies, cli
     listed = json.loads(out)
     names = [a["name"] for a in (listed["agents"] if isinstance(listed, dict) else listed)]
     assert "ant-mlp" in names
+
+
+def test_a_policies_folder_that_is_not_there_is_named(cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("SUMO_POLICIES", "/nonexistent")
+    code, out, err = cli("agents")
+    assert code == 2 and "SUMO_POLICIES=/nonexistent: the folder /nonexistent does not exist" in " ".join(err.split())
+    monkeypatch.setenv("SUMO_POLICIES", str(tmp_path))
+    code, out, err = cli("agents")
+    assert code == 2 and "holds no manifest.json" in err

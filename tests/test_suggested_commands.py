@@ -24,6 +24,7 @@ def suggested() -> list[tuple[str, str]]:
 def unknown_parts(command: str) -> list[str]:
     """The words of ``command`` that name no subcommand or option where they stand."""
     cmd = typer.main.get_command(app)
+    anywhere = {o for p in cmd.params for o in p.opts}  # sumo's own options (--db) go after a subcommand too
     bad = []
     words = command.split()[1:]
     descending = True
@@ -33,7 +34,7 @@ def unknown_parts(command: str) -> list[str]:
             continue
         if word.startswith("-"):
             opts = {o for p in cmd.params for o in (*p.opts, *getattr(p, "secondary_opts", []))}
-            if word.split("=", 1)[0] not in opts | {"--help"}:
+            if word.split("=", 1)[0] not in opts | anywhere | {"--help"}:
                 bad.append(word)
             continue
         if descending and hasattr(cmd, "commands") and word in cmd.commands:

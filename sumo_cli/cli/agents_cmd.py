@@ -96,7 +96,8 @@ def show(
             "provenance": agent.provenance,
             "origin": agent.origin,
             "default_version": resolved.version,
-            "record": {"games": rec.games, "wins": rec.wins, "draws": rec.draws, "losses": rec.losses},
+            "record": {"games": rec.games, "wins": rec.wins, "draws": rec.draws, "losses": rec.losses,
+                       "interrupted": rec.interrupted},
             "versions": [
                 {
                     "version": v.version,
@@ -121,7 +122,8 @@ def show(
     if seen:
         err_console.print(f"trained on {seen:,} observations (the count in its observation normaliser)")
     r = doc["record"]
-    err_console.print(f"record: {r['games']} games, {r['wins']} won, {r['draws']} drawn, {r['losses']} lost")
+    cut_short = f" ({r['interrupted']} interrupted games left out)" if r["interrupted"] else ""
+    err_console.print(f"record: {r['games']} games, {r['wins']} won, {r['draws']} drawn, {r['losses']} lost{cut_short}")
     table = Table(title="versions")
     for col in ("version", "iteration", "sha256", "checkpoint"):
         table.add_column(col)

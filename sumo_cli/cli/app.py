@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
 from sumo_cli import __version__
 from sumo_cli.cli import (
@@ -41,7 +42,41 @@ def _flags_take_no_value() -> None:
 
 _flags_take_no_value()
 
+
+def hoist_options(args: list[str], takes_value: dict[str, bool]) -> list[str]:
+    """``args`` with the options named in ``takes_value`` (option -> whether it takes a value) moved
+    to the front, wherever they were typed, with their values (``--db X`` or ``--db=X``); nothing
+    after ``--`` is touched."""
+    front, rest = [], []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        option = arg.partition("=")[0]
+        if option in takes_value and (i + 1 < len(args) or "=" in arg or not takes_value[option]):
+            # (one that lacks its value is left where it is, for the parser's own sentence)
+            n = 1 if "=" in arg or not takes_value[option] else 2
+            front.extend(args[i:i + n])
+            i += n
+            continue
+        rest.append(arg)
+        i += 1
+    return front + rest
+
+
+class RootGroup(TyperGroup):
+    """`sumo` itself: its own options (``--db``, ``--version``) are also taken after the subcommand and
+    its arguments (``sumo play a b --db x.sqlite``), as users type them."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:  # noqa: ANN001
+        takes_value = {opt: not p.is_flag for p in self.params if p.param_type_name == "option" for opt in p.opts}
+        return super().parse_args(ctx, hoist_options(list(args), takes_value))
+
+
 app = typer.Typer(
+    cls=RootGroup,
     name="sumo",
     help="Continuous adaptation via meta-learning in competitive RoboSumo.",
     no_args_is_help=True,
@@ -88,6 +123,8 @@ def main() -> None:
         if exc.code == 130:
             _end_interrupted()
         raise
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's message or clean-up ran: no traceback
+        _end_interrupted()
 
 
 def _end_interrupted() -> None:
@@ -97,8 +134,10 @@ def _end_interrupted() -> None:
     multiprocessing's unlink the pool's semaphores), the teardown after them is skipped."""
     import atexit
     import os
+    import signal
     import sys
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C must not break the exit handlers
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

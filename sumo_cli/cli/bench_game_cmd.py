@@ -30,9 +30,9 @@ def game(
     agents: Optional[str] = typer.Option(
         None, "--agents", help="A,B from the database (default: the shipped ant-lstm,bug-lstm where the database has "
         "them, else fresh zoo-sized LSTM agents, Ant vs Ant). RL^2 is measured with a fresh RL^2 agent of A's body "
-        "unless A is one."
+        "unless A is one. A:STRATEGY measures that strategy of A only; B:STRATEGY is the strategy B plays with."
     ),
-    strategies: str = typer.Option("none,rl2,track,meta", "--strategies", help="Strategies of A to measure."),
+    strategies: Optional[str] = typer.Option(None, "--strategies", help="Strategies of A to measure (default: none,rl2,track,meta)."),
     concurrent: int = typer.Option(32, "--concurrent", help="Games played at once in the measured engine."),
     reference_games: int = typer.Option(2, "--reference-games", help="Games played one at a time as the reference."),
     json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
@@ -49,14 +49,23 @@ def game(
     require_positive(concurrent, "--concurrent")
     if reference_games < 0:
         raise UserError(f"--reference-games must be at least 0, got {reference_games}")
-    chosen = tuple(s.strip() for s in strategies.split(",") if s.strip())
-    unknown = [s for s in chosen if s not in STRATEGIES]
-    if unknown or not chosen:
-        raise UserError(f"--strategies takes some of {', '.join(STRATEGIES)}; got {strategies!r}")
+    names = []
     if agents:
         names = [a.strip() for a in agents.split(",") if a.strip()]
         if len(names) != 2:
             raise UserError("--agents takes exactly two names, A,B")
+    from sumo_cli.names import parse
+
+    a_plays = parse(names[0]).played_as if names else None
+    if a_plays is not None:
+        if strategies is not None:
+            raise UserError(f"A's strategy is given twice ({names[0]} and --strategies); give one of them")
+        strategies, names[0] = a_plays, names[0].rpartition(":")[0]
+    strategies = strategies if strategies is not None else ",".join(STRATEGIES)
+    chosen = tuple(s.strip() for s in strategies.split(",") if s.strip())
+    unknown = [s for s in chosen if s not in STRATEGIES]
+    if unknown or not chosen:
+        raise UserError(f"--strategies takes some of {', '.join(STRATEGIES)}; got {strategies!r}")
     db = open_db(ctx)
     if not agents:
         names = list(DEFAULT_AGENTS) if _has_agents(db, DEFAULT_AGENTS) else []

@@ -37,11 +37,19 @@ def friendly(fn: Callable) -> Callable:
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             # Commands with long runs save their progress and print the resume command themselves;
-            # reaching here means nothing was left to save.
+            # reaching here means nothing was left to save. A second Ctrl-C is ignored from here on.
+            _ignore_interrupts()
             err_console.print("interrupted; nothing was written")
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def _ignore_interrupts() -> None:
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
 
 
 def db_url(ctx: typer.Context) -> str | None:
@@ -71,10 +79,60 @@ def print_json(doc: Any) -> None:
     sys.stdout.flush()
 
 
+def workers_option(what: str):  # noqa: ANN201 - a typer OptionInfo
+    """``-j/--workers`` with one meaning and one default in every command: how many processes (or,
+    where the work runs in this process, physics threads) do the command's independent work at
+    once; results never depend on it. Default: all cores, or ``SUMO_WORKERS``."""
+    return typer.Option(None, "-j", "--workers", envvar="SUMO_WORKERS",
+                        help=f"{what} at once; results do not depend on it (default: all cores, or SUMO_WORKERS).")
+
+
+def resolve_workers(workers: int | None, useful: int | None = None) -> int:
+    """``-j`` as given, else all cores (at most ``useful``, the units of work there are to share)."""
+    if workers is not None:
+        return require_positive(workers, "--workers")
+    cores = os.cpu_count() or 1
+    return max(1, min(cores, useful)) if useful else cores
+
+
+def threads_option(what: str):  # noqa: ANN201 - a typer OptionInfo
+    """``--threads`` with one meaning and one default: the physics threads of one game's bouts
+    (default: one per bout of a round, up to the cores)."""
+    return typer.Option(None, "--threads", help=f"{what} (default: one per bout of a round, up to the cores).")
+
+
+def resolve_threads(threads: int | None, episodes: int) -> int:
+    if threads is not None:
+        return require_positive(threads, "--threads")
+    return max(1, min(episodes, os.cpu_count() or 1))
+
+
 def require_positive(value: int, what: str) -> int:
     if value < 1:
         raise UserError(f"{what} must be at least 1, got {value}")
     return value
+
+
+_FORMATS = {".png": "PNG", ".mp4": "MP4", ".csv": "CSV"}
+
+
+def check_output(path, option: str, suffix: str):  # noqa: ANN001, ANN201 - str | Path | None -> Path | None
+    """An output file an option names (--plot, --heatmap, --video, --out, --png, --csv), checked
+    before any work: its name ends in ``suffix``, and its folder exists. One rule for every path a
+    command writes, as for --db: a typo must not create folders (nor leave half a run behind)."""
+    from pathlib import Path
+
+    if path is None:
+        return None
+    path = Path(path)
+    if path.suffix.lower() != suffix:
+        raise UserError(f"{option} writes a {_FORMATS.get(suffix, suffix)} file; give a name ending in {suffix}, "
+                        f"not {str(path)!r}")
+    if path.is_dir():
+        raise UserError(f"{option} {path} is a folder; give a file name ending in {suffix}")
+    if not path.parent.is_dir():
+        raise UserError(f"the folder {path.parent} of {option} {path} does not exist; create it first")
+    return path
 
 
 def resume_command(ctx: typer.Context, rest: str) -> str:
@@ -163,3 +221,13 @@ def check_agents(db, agent_names: list[str]) -> None:  # noqa: ANN001
     with db.read() as s:
         for name in agent_names:
             registry.resolve(s, name)
+
+
+def tell_default_step_sizes(agents) -> None:  # noqa: ANN001 - compete.game.AgentData
+    """One line per agent played as ``NAME:meta`` without learnt step sizes: what it adapts with."""
+    seen = set()
+    for agent in agents:
+        note = agent.default_step_sizes_note()
+        if note and note not in seen:
+            seen.add(note)
+            err_console.print(note, highlight=False, soft_wrap=True)

@@ -7,7 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import (
+    check_output, err_console, friendly, open_db, print_json, resolve_workers, workers_option,
+)
 
 app = typer.Typer(help="Evaluate trained agents.", no_args_is_help=True)
 
@@ -21,7 +23,8 @@ def locomotion(
     repeats: int = typer.Option(50, "--repeats", help="Sequences per agent and pair: 7 episodes, then a full reset of env, policy and adaptation (paper: 50)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the resets and the action noise (the same for every agent)."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write the figure (one panel per held-out pair) to this PNG file."),
-    workers: int = typer.Option(1, "-j", "--workers", help="Physics threads (results do not depend on it)."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write the results (one row per agent, pair and episode: mean and 95% CI) to this CSV file."),
+    workers: Optional[int] = workers_option("Physics threads"),
     json_out: bool = typer.Option(False, "--json", help="Print the results as one JSON document on stdout."),
 ) -> None:
     """Run each agent with its strategy (none, track, rl2, meta; or NAME:STRATEGY) on the back, middle and front
@@ -31,16 +34,15 @@ def locomotion(
 
     if repeats < 1:
         raise UserError(f"--repeats must be at least 1, got {repeats}")
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
-    if plot is not None and not plot.lower().endswith(".png"):
-        raise UserError(f"--plot writes a PNG file; give a name ending in .png, not {plot!r}")
+    workers = resolve_workers(workers)
+    check_output(plot, "--plot", ".png")
+    check_output(csv_out, "--csv", ".csv")
     from sumo_cli import locomotion_training as LT
 
     db = open_db(ctx)
     loaded = LT.load_locomotion_agents(db, agents)
     if not json_out:
-        err_console.print(f"evaluating {', '.join(f'{a.display} ({st})' for a, st in loaded)} on the held-out pairs "
+        err_console.print(f"evaluating {', '.join(f'{a.name}@{a.version} ({st})' for a, st in loaded)} on the held-out pairs "
                           f"(back, middle, front): {repeats} x 7 episodes each, seed {seed}", highlight=False)
 
     def progress(row: dict) -> None:
@@ -52,6 +54,13 @@ def locomotion(
         from sumo_cli.report.plots import locomotion_adaptation
 
         doc["plot"] = str(locomotion_adaptation(doc["results"], plot))
+    if csv_out is not None:
+        from sumo_cli.report.csv_export import write_csv
+
+        write_csv(csv_out, [{"agent": r["agent"], "strategy": r["strategy"], "pair": r["pair"], "episode": k + 1,
+                             "mean": m, "ci95": c, "repeats": repeats, "run_id": doc["run_id"]}
+                            for r in doc["results"] for k, (m, c) in enumerate(zip(r["mean"], r["ci95"]))])
+        doc["csv"] = str(csv_out)
     if json_out:
         print_json(doc)
         return
@@ -59,6 +68,8 @@ def locomotion(
         err_console.print(table)
     if plot is not None:
         err_console.print(f"figure written to {doc['plot']}", highlight=False)
+    if csv_out is not None:
+        err_console.print(f"results written to {csv_out}", highlight=False)
 
 
 def locomotion_tables(results: list[dict], repeats: int, run_id: int) -> list:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import check_agents, err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import check_agents, check_output, err_console, friendly, open_db, print_json
 
 
 def _pick(versions: list[int], wanted: Optional[str], points: int, has_start: bool = True) -> list[int]:
@@ -64,6 +64,7 @@ def sumo_curve(
     face_opponent: bool = typer.Option(False, "--face-opponent", help="Start the bouts turned toward each other (the training curriculum's start; default: the reference start)."),
     rounds: Optional[int] = typer.Option(None, "--rounds", help="Play each point as an iterated game of this many rounds of 3 bouts, the agent adapting between rounds by its strategy (tracking, meta, RL^2) as it does in games; the rates are over all its bouts. Default: independent bouts, no adaptation."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write the curve (win rate and steps to close against env steps) to this PNG."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write the curve (one row per version and opponent) to this CSV file."),
     json_out: bool = typer.Option(False, "--json", help="Print the curve as JSON on stdout."),
 ) -> None:
     """Play each chosen version of AGENT against each opponent from the reference start: win, draw
@@ -76,11 +77,16 @@ def sumo_curve(
         raise UserError(f"--rounds must be at least 1, got {rounds}")
     if physics not in ("faithful", "fast"):
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
-    if plot is not None and not plot.lower().endswith(".png"):
-        raise UserError(f"--plot writes a PNG file; give a name ending in .png, not {plot!r}")
+    check_output(plot, "--plot", ".png")
+    check_output(csv_out, "--csv", ".csv")
     opponents = [o.strip() for o in against.split(",") if o.strip()]
     if not opponents:
         raise UserError("--against is empty; give motionless, random or agent names")
+    from sumo_cli.names import without_strategy
+
+    if rounds is None:  # in games (--rounds) every agent adapts by its strategy, or the one after ':'
+        for text in (agent, *opponents):
+            without_strategy(text, "`sumo eval sumo` without --rounds", "its bouts are single episodes, in which no agent adapts")
 
     db = open_db(ctx)
     check_agents(db, [agent])
@@ -100,9 +106,14 @@ def sumo_curve(
     opp_data = {o: (fixed[o] if o in fixed else AgentData.from_loaded(library.load_agent(db, o))) for o in opponents}
     name = library.load_agent(db, agent).name
     rows = []
+    from sumo_cli.cli.progress_lines import log_lines
+
+    lines = log_lines("points", len(chosen) * len(opponents), 0, json_out)
     with err_console.status("playing bouts") as status:
         for v in chosen:
-            loaded = library.load_start(db, name, theta0) if v == 0 else library.load_agent(db, f"{name}@{v}")
+            played_as = agent.partition(":")[2].strip()
+            loaded = (library.load_start(db, name, theta0) if v == 0 else
+                      library.load_agent(db, f"{name}@{v}" + (f":{played_as}" if played_as else "")))
             me = AgentData.from_loaded(loaded)
             for o in opponents:
                 status.update(f"{name}@{v} against {o}")
@@ -116,26 +127,35 @@ def sumo_curve(
                     s = summary(play_bouts(me, kind, bouts, seed, physics=physics, opp_body=body, face_opponent=face_opponent))
                 rows.append({"version": v, "env_steps": v * steps_per_version if steps_per_version else None,
                              "opponent": o, **s})
+                lines.update(len(rows), f"{name}@{v} against {o}: win {s['win_rate']:.0%}")
     doc = {"agent": name, "bouts": bouts if rounds is None else rounds * GAME_EPISODES, "seed": seed, "physics": physics,
            "start": "facing" if face_opponent else "reference", "adapting": rounds is not None, "curve": rows}
     if plot:
         from sumo_cli.report.curves import learning_curve
 
         learning_curve(doc, plot)
+    if csv_out:
+        from sumo_cli.report.csv_export import write_csv
+
+        write_csv(csv_out, [{"agent": name, **r} for r in rows])
     if json_out:
         print_json(doc)
         return
-    from rich.table import Table
-
-    how = f"games of {rounds} rounds x {GAME_EPISODES} bouts, adapting" if rounds else f"{bouts} bouts"
-    table = Table(title=f"{name}: {how} per point, {physics} physics, seed {seed}")
-    for col in ("version", "env steps", "opponent", "win", "draw", "loss", "mean length", "steps to close"):
-        table.add_column(col, justify="left" if col == "opponent" else "right")
-    for r in rows:
-        table.add_row(str(r["version"]), f"{r['env_steps']:,}" if r["env_steps"] is not None else "-", r["opponent"],
-                      f"{r['win_rate']:.0%}", f"{r['draw_rate']:.0%}", f"{r['loss_rate']:.0%}",
-                      f"{r['mean_length']:.0f}",
-                      "-" if r.get("mean_steps_to_close") is None else f"{r['mean_steps_to_close']:.0f}")
-    err_console.print(table)
+    err_console.print(curve_table(doc))
     if plot:
         err_console.print(f"curve written to {plot}")
+    if csv_out:
+        err_console.print(f"curve written to {csv_out}")
+
+
+def curve_table(doc: dict):  # noqa: ANN201 - a rich Table
+    """The curve as a table that keeps the opponents' names and every figure whole at any width."""
+    from sumo_cli.cli.tables import whole_words_table
+
+    cells = [[str(r["version"]), f"{r['env_steps']:,}" if r["env_steps"] is not None else "-", r["opponent"],
+              f"{r['win_rate']:.0%}", f"{r['draw_rate']:.0%}", f"{r['loss_rate']:.0%}", f"{r['mean_length']:.0f}",
+              "-" if r.get("mean_steps_to_close") is None else f"{r['mean_steps_to_close']:.0f}"] for r in doc["curve"]]
+    how = f"{doc['bouts']} bouts in games, adapting," if doc.get("adapting") else f"{doc['bouts']} bouts"
+    return whole_words_table(f"{doc['agent']}: {how} per point, {doc['physics']} physics, seed {doc['seed']}",
+                             ["version", "env steps", "opponent", "win", "draw", "loss", "mean length", "steps to close"],
+                             cells, err_console.width, drop_order=("mean length", "env steps"), left=("opponent",))

@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
-    starting_run,
+    check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    starting_run, tell_default_step_sizes, workers_option,
 )
 from sumo_cli.cli.estimate import RunEstimate
 
@@ -34,6 +34,9 @@ def progress_view(generations: int, matches: int, done: int, quiet: bool, estima
     that move it. The estimate's own lines go above the bar (and into logs, where there is no bar)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from sumo_cli.cli.progress_lines import log_lines
+
+    lines = log_lines("games", generations * matches, done, quiet)
     progress = Progress(TextColumn("generation {task.fields[generation]}/" + str(generations)),
                         TextColumn("{task.fields[in_generation]}/" + f"{matches} games;"), TextColumn("all games"),
                         BarColumn(), MofNCompleteColumn(), TextColumn("time left {task.fields[left]}"),
@@ -45,6 +48,8 @@ def progress_view(generations: int, matches: int, done: int, quiet: bool, estima
 
     def on_game(g: int, n: int) -> None:
         progress.update(task, completed=g * matches + n, generation=g + 1, in_generation=n)
+        lines.update(g * matches + n, f"generation {g + 1}/{generations}: {n}/{matches} games",
+                     left=estimate.seconds_left)
 
     def on_progress(rounds: float, seconds: float) -> None:
         estimate.on_progress(rounds, seconds)
@@ -59,7 +64,8 @@ def evolve(
     generations: int = typer.Option(10, "--generations", help="Generations (paper: 10)."),
     copies: int = typer.Option(10, "--copies", help="Copies of each agent at the start (paper: 10, so 1050 members)."),
     matches: int = typer.Option(1000, "--matches", help="Games per generation (paper: 1000)."),
-    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated base population instead of the paper's 105."),
+    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated base population instead of the paper's 105 "
+                                          "(NAME[@V][:STRATEGY], e.g. ant-lstm:meta,bug-lstm:track)."),
     bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies."),
     kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
     plan: Optional[Path] = typer.Option(None, "--plan", help="The population a plan trained (sumo population train --plan FILE) instead of the shipped one."),
@@ -67,10 +73,11 @@ def evolve(
     episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
     seed: int = typer.Option(0, "--seed", help="Seed of every schedule and game."),
-    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    workers: Optional[int] = workers_option("Games played"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted evolution run."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the stacked-area share plot (PNG)."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the shares of every generation (by body, arch, strategy and kind) to this CSV file."),
     by: str = typer.Option("kind", "--by", help="Grouping of the table and plot: body, arch, strategy or kind."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id and the shares per generation as JSON."),
 ) -> None:
@@ -80,6 +87,10 @@ def evolve(
 
     if by not in ("body", "arch", "strategy", "kind"):
         raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
+    check_output(plot, "--plot", ".png")
+    check_output(csv_out, "--csv", ".csv")
+    if workers is not None:  # every option is checked before the run is written and before torch loads
+        require_positive(workers, "--workers")
     if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
         for value, what in ((copies, "--copies"), (generations, "--generations"), (matches, "--matches"),
                             (rounds, "--rounds"), (episodes, "--episodes")):
@@ -114,6 +125,7 @@ def evolve(
         f"evolution run {run_id}: {runner.n_slots} members ({len(runner.members)} agents x {runner.config['copies']}), "
         f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} workers"
     )
+    tell_default_step_sizes(runner.data)
 
     from sumo_cli.store.games import get_run
 
@@ -142,6 +154,11 @@ def evolve(
 
         shares_stacked_area([h[by] for h in history], plot, f"evolution run {run_id}: share by {by}")
         err_console.print(f"wrote {plot}")
+    if csv_out is not None:
+        from sumo_cli.report.csv_export import share_rows, write_csv
+
+        write_csv(csv_out, share_rows(history))
+        err_console.print(f"wrote {csv_out}")
     if json_out:
         print_json({"run_id": run_id, "generations": history})
         return

@@ -8,15 +8,17 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    check_agents, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
+    check_agents, check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
+    resolve_threads, tell_default_step_sizes, threads_option,
 )
 
 
 @friendly
 def play(
     ctx: typer.Context,
-    agent_a: str = typer.Argument(..., metavar="A", help="Agent A, e.g. ant-meta or zoo-ant-lstm-v3@1."),
-    agent_b: str = typer.Argument(..., metavar="B", help="Agent B."),
+    agent_a: str = typer.Argument(..., metavar="A", help="Agent A, e.g. ant-meta or zoo-ant-lstm-v3@1; NAME:none|track|meta "
+                                  "plays it with another strategy than its own (ant-lstm:track)."),
+    agent_b: str = typer.Argument(..., metavar="B", help="Agent B (NAME[@V][:STRATEGY] as A)."),
     rounds: int = typer.Option(100, "--rounds", help="Rounds of the game (paper: 100)."),
     episodes: int = typer.Option(3, "--episodes", help="Episodes (bouts) per round (paper: 3)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bouts and the agents' action noise."),
@@ -25,7 +27,7 @@ def play(
         False, "--opponent-learning", help="B's version grows by one every round, as if it kept training by self-play."
     ),
     start_version: Optional[int] = typer.Option(None, "--start-version", help="B's first version with --opponent-learning."),
-    threads: int = typer.Option(2, "--threads", help="Physics threads."),
+    threads: Optional[int] = threads_option("Physics threads of the game"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the per-round win-rate curve to this PNG."),
     video: Optional[Path] = typer.Option(None, "--video", help="Record the first episode of the first and last rounds to this MP4."),
     json_out: bool = typer.Option(False, "--json", help="Print the result and every round as JSON on stdout."),
@@ -33,11 +35,13 @@ def play(
     """Play an iterated adaptation game between A and B; both adapt between rounds."""
     require_positive(rounds, "--rounds")
     require_positive(episodes, "--episodes")
-    require_positive(threads, "--threads")
+    threads = resolve_threads(threads, episodes)
     if physics not in ("faithful", "fast"):
         from sumo_cli.errors import UserError
 
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+    check_output(plot, "--plot", ".png")
+    check_output(video, "--video", ".mp4")
     if video is not None:
         # Fail before playing, not after: the video needs a GL backend and a writable .mp4 target.
         from sumo_cli.sim.render import check_mp4_target, gl_backend
@@ -49,6 +53,7 @@ def play(
     from sumo_cli.compete.play import prepare_game, run_and_store
 
     job = prepare_game(db, agent_a, agent_b, rounds, episodes, seed, physics, threads, opponent_learning, start_version)
+    tell_default_step_sizes([job.a, job.b[0]])
     with first_interrupt_only():  # a second Ctrl-C cannot break the storing of the rounds played
         outcome = run_and_store(db, job, _live_view(job, json_out), video=video)
     if outcome.interrupted:

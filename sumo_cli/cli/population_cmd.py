@@ -9,7 +9,9 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, open_db, print_json, resume_command
+from sumo_cli.cli.common import (
+    err_console, first_interrupt_only, friendly, open_db, print_json, resolve_workers, resume_command, workers_option,
+)
 
 app = typer.Typer(help="Train the paper's population from a plan, or your own; show where it stands.",
                   no_args_is_help=True)
@@ -65,27 +67,23 @@ def _plain_line(states, running: list[str], plan, workers: int) -> str:  # noqa:
 def train(
     ctx: typer.Context,
     plan_path: Optional[Path] = typer.Option(None, "--plan", help=_PLAN_HELP),
-    workers: int = typer.Option(2, "-j", "--workers", help="Steps trained side by side, one process each (default 2)."),
+    workers: Optional[int] = workers_option("Steps trained side by side, one process each,"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS",
                                           help="Ray cluster address: every step's rollouts run there."),
     logs: Optional[Path] = typer.Option(None, "--logs", help="Folder of the steps' logs (default: population-logs/ "
                                         "beside the checkpoints)."),
-    every: float = typer.Option(60.0, "--every", help="Seconds between progress lines when stderr is not a terminal."),
 ) -> None:
     """Train every step of the plan not done yet, in dependency order: finished steps are skipped,
     interrupted ones resumed exactly; Ctrl-C stops every step after it saves and prints the command
     that continues."""
-    from sumo_cli.errors import UserError
     from sumo_cli.population_plan import load_plan
 
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
-    if every <= 0:
-        raise UserError(f"--every must be positive, got {every}")
+    workers = resolve_workers(workers)
     plan = load_plan(plan_path)
     from rich.live import Live
 
     from sumo_cli import population_runner as PR
+    from sumo_cli.cli.progress_lines import EVERY_S
     from sumo_cli.store.registry import checkpoint_root
 
     db = open_db(ctx)
@@ -96,7 +94,7 @@ def train(
     def on_update(states, running) -> None:  # noqa: ANN001
         if live is not None:
             live.update(_table(states, running, plan, workers))
-        elif time.monotonic() - last_line[0] >= every:
+        elif time.monotonic() - last_line[0] >= EVERY_S:
             last_line[0] = time.monotonic()
             err_console.print(_plain_line(states, running, plan, workers), highlight=False, soft_wrap=True)
 
@@ -123,15 +121,13 @@ def train(
 def show(
     ctx: typer.Context,
     plan_path: Optional[Path] = typer.Option(None, "--plan", help=_PLAN_HELP),
-    workers: int = typer.Option(2, "-j", "--workers", help="Workers the ETA assumes (default 2)."),
+    workers: Optional[int] = workers_option("Steps the time left assumes side by side"),
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Where each step of the plan stands in the database, and the time left for the whole plan."""
-    from sumo_cli.errors import UserError
     from sumo_cli.population_plan import load_plan
 
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
+    workers = resolve_workers(workers)
     plan = load_plan(plan_path)
     from sumo_cli import population_runner as PR
 

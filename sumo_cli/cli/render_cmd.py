@@ -8,7 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json, require_positive
+from sumo_cli.cli.common import (
+    check_output, err_console, friendly, open_db, print_json, require_positive, resolve_threads, threads_option,
+)
 
 # the values mujoco accepts for MUJOCO_GL on Linux
 _KNOWN_GL = ("egl", "osmesa", "glfw", "glx", "enable", "enabled", "on", "true", "1",
@@ -30,8 +32,8 @@ def render(
     episodes: int = typer.Option(3, "--episodes", help="Episodes per round of the replayed game (as `sumo play`); the first is shown."),
     seed: int = typer.Option(0, "--seed", help="Game seed (as `sumo play --seed`)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful (RK4, as the original) or fast (implicitfast)."),
-    threads: int = typer.Option(1, "--threads", help="Physics threads of the replay."),
-    every: int = typer.Option(1, "--every", help="A frame every this many env steps (1 at 20 fps is real time)."),
+    threads: Optional[int] = threads_option("Physics threads of the replay"),
+    every: int = typer.Option(1, "--frame-every", help="A frame every this many env steps (1 at 20 fps is real time)."),
     fps: int = typer.Option(20, "--fps", help="Frames per second of the video."),
     width: int = typer.Option(480, "--width", help="Frame width in pixels (even, for MP4)."),
     height: int = typer.Option(360, "--height", help="Frame height in pixels (even, for MP4)."),
@@ -49,16 +51,16 @@ def render(
     if physics not in ("faithful", "fast"):
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
     require_positive(episodes, "--episodes")
-    require_positive(threads, "--threads")
-    require_positive(every, "--every")
+    threads = resolve_threads(threads, episodes)
+    require_positive(every, "--frame-every")
     require_positive(fps, "--fps")
     if step < 0:
         raise UserError(f"--step must be at least 0, got {step}")
     chosen = sorted(set(rounds or [1]))
     if chosen[0] < 1:
         raise UserError(f"--round counts from 1, got {chosen[0]}")
-    if png is not None and png.suffix.lower() != ".png":
-        raise UserError(f"--png {png} should end in .png")
+    check_output(png, "--png", ".png")
+    check_output(out, "--out", ".mp4")
     gl = os.environ.get("MUJOCO_GL", "").strip().lower()
     if gl and gl not in _KNOWN_GL:  # mujoco itself would refuse to import, with a traceback
         raise UserError(f"MUJOCO_GL={gl} is not a backend MuJoCo knows; unset it (automatic choice) or use osmesa or egl")

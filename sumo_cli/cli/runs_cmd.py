@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import check_output, err_console, friendly, open_db, print_json, resume_command
 
 app = typer.Typer(help="List runs, or show one: a training run's metrics, a tournament's leaderboard, an evolution's shares.",
                   invoke_without_command=True)
@@ -22,6 +22,7 @@ MAX_ROWS = 25
 def list_runs(
     ctx: typer.Context,
     limit: int = typer.Option(30, "--limit", help="How many of the newest runs."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write the listed runs to this CSV file."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """List training, tournament and evolution runs with their status and progress."""
@@ -29,11 +30,20 @@ def list_runs(
         return
     from rich.table import Table
 
+    from sumo_cli.runtime.ownership import is_alive
     from sumo_cli.store.games import list_runs as query
 
+    check_output(csv_out, "--csv", ".csv")
     db = open_db(ctx)
     with db.read() as s:
-        rows = query(s, limit)
+        rows = query(s, limit, is_alive)
+    for r in rows:
+        r["resume"] = resume_of(ctx, r)
+    if csv_out:
+        from sumo_cli.report.csv_export import write_csv
+
+        write_csv(csv_out, rows)
+        err_console.print(f"wrote {csv_out}", highlight=False)
     if json_out:
         print_json(rows)
         return
@@ -46,6 +56,20 @@ def list_runs(
     for r in rows:
         table.add_row(str(r["id"]), r["kind"], r["status"], f"{r['done']}/{r['total']}", str(r["seed"]), r["updated_at"] or "-")
     err_console.print(table)
+    for r in rows:
+        if r["resume"]:
+            err_console.print(f"resume run {r['id']} with: {r['resume']}", highlight=False, soft_wrap=True)
+
+
+def resume_of(ctx: typer.Context, run: dict) -> str | None:
+    """The command that continues ``run`` (a row of `sumo runs`) when it is interrupted and of a
+    resumable kind; else None."""
+    from sumo_cli.store.games import RESUME_COMMANDS
+
+    command = RESUME_COMMANDS.get(run["kind"])
+    if run["status"] != "interrupted" or command is None:
+        return None
+    return resume_command(ctx, f"{command} --resume {run['id']}")
 
 
 @app.command()
@@ -58,6 +82,7 @@ def show(
     every: Optional[int] = typer.Option(None, "--every", help=f"Print every N-th iteration (and the last); default: at most about {MAX_ROWS} rows."),
     top: int = typer.Option(20, "--top", help="Agents in a tournament's printed leaderboard and heatmap."),
     by: str = typer.Option("kind", "--by", help="Grouping of an evolution's table and plot: body, arch, strategy or kind."),
+    csv_out: Optional[str] = typer.Option(None, "--csv", help="Write the run's results to this CSV file: a training run's learning curve (one row per iteration), a tournament's leaderboard, an evolution's shares per generation."),
     json_out: bool = typer.Option(False, "--json", help="Print the run and its results (iterations, leaderboard or generations) as JSON on stdout."),
 ) -> None:
     """Show one run as it stands: its settings, and a training run's per-iteration metrics, a
@@ -78,14 +103,17 @@ def show(
         raise UserError(f"--top must be at least 1, got {top}")
     if by not in ("body", "arch", "strategy", "kind"):
         raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
-    for option, value in (("--plot", plot), ("--heatmap", heatmap)):
-        if value is not None and not value.lower().endswith(".png"):
-            raise UserError(f"{option} writes a PNG file; give a name ending in .png, not {value!r}")
+    check_output(plot, "--plot", ".png")
+    check_output(heatmap, "--heatmap", ".png")
+    check_output(csv_out, "--csv", ".csv")
+
+    from sumo_cli.runtime.ownership import is_alive
 
     db = open_db(ctx)
     with db.read() as s:
-        doc = run_detail(s, run_id)
+        doc = run_detail(s, run_id, is_alive)
     run = doc["run"]
+    run["resume"] = resume_of(ctx, run)
     kind = run["kind"]
     iterations = doc.get("iterations")
     if heatmap is not None and kind != "tournament":
@@ -120,6 +148,8 @@ def show(
         from sumo_cli.learn.meta_selfplay import heldout_summary
 
         doc["heldout"] = heldout_summary([it["metrics"] for it in iterations])
+    if csv_out:
+        doc["csv"] = str(_write_results_csv(csv_out, doc))
     if json_out:
         print_json(doc)
         return
@@ -139,9 +169,25 @@ def show(
         from sumo_cli.cli.evolve_cmd import shares_table
 
         err_console.print(shares_table(doc["generations"], by) if doc["generations"] else "no generations stored yet")
-    for key in ("plot", "heatmap"):
+    for key in ("plot", "heatmap", "csv"):
         if key in doc:
             err_console.print(f"figure written to {doc[key]}", highlight=False)
+
+
+def _write_results_csv(path: str, doc: dict):  # noqa: ANN202
+    """A run's results as CSV: per kind, the rows a table of them would have."""
+    from sumo_cli.report import csv_export as C
+
+    kind = doc["run"]["kind"]
+    if doc.get("iterations") is not None:
+        rows = C.iteration_rows(doc["iterations"])
+    elif kind == "tournament":
+        rows = doc["results"]["leaderboard"]
+    elif kind == "evolution":
+        rows = C.share_rows(doc["generations"])
+    else:
+        rows = [doc["run"]]  # a run of another kind: its record
+    return C.write_csv(path, rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,6 +205,8 @@ def _print_header(run: dict) -> None:
         err_console.print(f"  {line}", highlight=False, soft_wrap=True)
     stamps = [f"{k} {run[k + '_at']}" for k in ("created", "updated", "finished") if run.get(k + "_at")]
     err_console.print(f"  sumo {run['code_version']}; " + ", ".join(stamps), highlight=False, soft_wrap=True)
+    if run.get("resume"):
+        err_console.print(f"  resume with: {run['resume']}", highlight=False, soft_wrap=True)
 
 
 def _names(members: list, most: int = 6) -> str:
@@ -230,6 +278,9 @@ _LOCO_COLUMNS = [
     ("post", "post_episode_return", ".1f"), ("ep1", "return_ep1", ".1f"), ("ep7", "return_ep7", ".1f"),
     ("steps/s", "steps_per_second", ".0f"),
 ]
+# The columns left out first when a table of iterations does not fit the terminal.
+_DROP_FIRST = ("steps/s", "+- ", "specific", "+-", "unadapted", "closest", "a2", "a3", "draw", "loss", "alpha", "pre",
+               "ep1", "episodes")
 # What the terser column headers mean, printed under the table for the columns shown.
 _EXPLAIN = {
     "alpha": "alpha: dense-reward weight", "win": "win/draw/loss: the training bouts",
@@ -273,8 +324,6 @@ def pick_rows(iterations: list[dict], every: int | None) -> tuple[list[dict], in
 
 
 def _print_iterations(run: dict, iterations: list[dict], every: int | None) -> None:
-    from rich.table import Table
-
     if not iterations:
         err_console.print("no iterations stored yet")
         return
@@ -285,13 +334,18 @@ def _print_iterations(run: dict, iterations: list[dict], every: int | None) -> N
     present = {k for it in iterations for k in it["metrics"]}
     columns = [c for c in columns if c[1] in present]
     step = "" if every == 1 else f", showing one in {every} and the last"
-    caption = "; ".join(explain[h] for h, _, _ in columns if h in explain) or None
-    table = Table(title=f"{len(iterations)} iterations{step}", caption=caption)
-    table.add_column("iter", justify="right")
-    table.add_column("env steps", justify="right")
-    for header, _, _ in columns:
-        table.add_column(header, justify="right")
-    for it in rows:
-        m = it["metrics"]
-        table.add_row(str(it["iteration"]), f"{it['env_steps']:,}", *(_fmt(m.get(k), spec) for _, k, spec in columns))
+    from sumo_cli.cli.tables import whole_words_table
+
+    cells = [[str(it["iteration"]), f"{it['env_steps']:,}", *(_fmt(it["metrics"].get(k), spec) for _, k, spec in columns)]
+             for it in rows]
+    # too wide for the terminal (a meta run has 17 columns): the least telling go first, iteration and
+    # env steps stay, and no figure is cut
+    table = whole_words_table(f"{len(iterations)} iterations{step}", ["iter", "env steps", *(h for h, _, _ in columns)],
+                              cells, err_console.width, drop_order=_DROP_FIRST)
     err_console.print(table)
+    shown = {str(c.header) for c in table.columns}
+    caption = "; ".join(explain[h] for h, _, _ in columns if h in explain and h in shown)
+    if caption:
+        err_console.print(caption, highlight=False, soft_wrap=False)
+    if len(shown) < len(columns) + 2:
+        err_console.print("(columns left out to fit the terminal: --json or --csv has them all)", highlight=False)

@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
-    starting_run,
+    check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    starting_run, tell_default_step_sizes, workers_option,
 )
 
 
@@ -32,7 +32,8 @@ def tournament(
     population: Optional[int] = typer.Option(
         None, "--population", help="Population size: 105 = 3 bodies x 7 combinations x 5 stages (the default); fewer take a seeded sample."
     ),
-    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated agents to use instead, e.g. zoo-ant-lstm-v3,ant-meta@5."),
+    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated agents to use instead, e.g. zoo-ant-lstm-v3,ant-meta@5,ant-lstm:track "
+                                          "(NAME[@V][:STRATEGY]: :none, :track or :meta plays a policy with another strategy)."),
     bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies (comma-separated)."),
     kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
     plan: Optional[Path] = typer.Option(None, "--plan", help="The population a plan trained (sumo population train --plan FILE) instead of the shipped one."),
@@ -44,18 +45,25 @@ def tournament(
         None, "--draw-probability", help="TrueSkill's draw chance between equal agents (default: derived from the game rules)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the schedule and of every game."),
-    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    workers: Optional[int] = workers_option("Games played"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted tournament run."),
-    every: int = typer.Option(100, "--every", help="Print the leaderboard every this many rated games."),
+    every: int = typer.Option(100, "--leaderboard-every", help="Print the leaderboard every this many rated games."),
     heatmap: Optional[Path] = typer.Option(None, "--heatmap", help="Write the win-probability heatmap of the top agents (PNG)."),
     top: int = typer.Option(20, "--top", help="Agents in the printed leaderboard and the heatmap."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the final leaderboard to this CSV file (every agent)."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id and the final leaderboard as JSON."),
 ) -> None:
     """Play --matches random iterated games between members of a population; rate them with TrueSkill."""
     from sumo_cli.compete import population as pop
     from sumo_cli.errors import UserError
 
+    if workers is not None:  # every option is checked before the run is written and before torch loads
+        require_positive(workers, "--workers")
+    for value, what in ((top, "--top"), (every, "--leaderboard-every")):
+        require_positive(value, what)
+    check_output(heatmap, "--heatmap", ".png")
+    check_output(csv_out, "--csv", ".csv")
     if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
         for value, what in ((matches, "--matches"), (rounds, "--rounds"), (episodes, "--episodes")):
             require_positive(value, what)
@@ -105,6 +113,7 @@ def tournament(
         f"{runner.config['game']['rounds']} rounds x {runner.config['game']['episodes']} episodes, "
         f"{executor.workers} workers; draw probability {runner.config['draw_probability']:.3f}"
     )
+    tell_default_step_sizes(runner.data)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from sumo_cli.cli.estimate import RunEstimate
@@ -117,6 +126,9 @@ def tournament(
     estimate = RunEstimate((len(runner.schedule) - done) * runner.config["game"]["rounds"], executor.workers,
                            say=(lambda line: None) if json_out else (lambda line: progress.console.print(line, highlight=False)))
     last_print = {"n": 0}
+    from sumo_cli.cli.progress_lines import log_lines
+
+    lines = log_lines("games", len(runner.schedule), done, json_out)
 
     def on_progress(rounds: float, seconds: float) -> None:
         estimate.on_progress(rounds, seconds)
@@ -124,6 +136,7 @@ def tournament(
 
     def on_game(idx: int, result: dict) -> None:
         progress.update(task, completed=len(runner.outcomes))
+        lines.update(len(runner.outcomes), f"{runner.rated} rated", left=estimate.seconds_left)
         if runner.rated - last_print["n"] >= every and not json_out:
             last_print["n"] = runner.rated
             rows = runner.leaderboard().to_rows()
@@ -147,6 +160,11 @@ def tournament(
 
         win_probability_heatmap(rows, heatmap, top)
         err_console.print(f"wrote {heatmap}")
+    if csv_out is not None:
+        from sumo_cli.report.csv_export import write_csv
+
+        write_csv(csv_out, rows)
+        err_console.print(f"wrote {csv_out}")
     from sumo_cli.report.tables import category_summary
 
     cats = category_summary(rows)

@@ -8,7 +8,9 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, first_interrupt_only, friendly, open_db, print_json, resume_command
+from sumo_cli.cli.common import (
+    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resolve_workers, resume_command,
+)
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
@@ -42,7 +44,7 @@ def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -
     from sumo_cli.errors import UserError
     from sumo_cli.learn.recipes import RECIPES
 
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     if resume is not None or (env or "sumo").strip().lower() != "sumo":
         return
@@ -52,6 +54,65 @@ def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -
     for option, (value, allowed) in choices.items():
         if value is not None and value.strip().lower() not in allowed:
             raise UserError(f"unknown {option[2:]} {value!r}; choose one of {', '.join(allowed)}")
+
+
+def _say_numbered_name(agent_name: str, body: str, arch: str, strategy: str) -> None:
+    """One line when the run's agent is not the combination's canonical name because a shipped agent
+    holds that (training.new_agent_name)."""
+    from sumo_cli.names import canonical_name
+
+    canonical = canonical_name(body, arch, strategy)
+    if agent_name.startswith(canonical + "-"):
+        err_console.print(f"{canonical} is a shipped agent, so this run trains {agent_name} (--name NAME picks "
+                          "another name)", highlight=False, soft_wrap=True)
+
+
+def _stored_pace(db, run_id: int, left: int) -> str:  # noqa: ANN001
+    """``; about 2 h 10 min left at ...`` for a resumed run: its iterations so far say how long the rest
+    takes before this session's first one ends; "" for a new run."""
+    from sumo_cli.cli.estimate import duration
+    from sumo_cli.store.games import mean_iteration_seconds
+
+    with db.read() as s:
+        mean = mean_iteration_seconds(s, run_id)
+    if mean is None or left <= 0:
+        return ""
+    return f"; about {duration(mean * left)} left at the stored iterations' pace ({duration(mean)} each)"
+
+
+def _training_view(total: int, done: int, json_out: bool, shown: str, fields):  # noqa: ANN001, ANN202
+    """The progress of a training run and the ``on_iteration`` callback that moves it: on a terminal a
+    live bar whose time left is known from the first finished iteration (this session's mean
+    iteration), in a log plain lines at a steady pace (cli.progress_lines); after the first
+    iteration, one line with the expected duration. ``shown``: the bar's extra text of
+    ``fields(metrics)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from sumo_cli.cli.estimate import duration
+    from sumo_cli.cli.progress_lines import log_lines
+
+    progress = Progress(
+        TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),
+        TextColumn("{task.fields[steps]} steps  {task.fields[rate]} steps/s  " + shown + "  {task.fields[left]} left"),
+        console=err_console, disable=json_out or not err_console.is_terminal,
+    )
+    task = progress.add_task("train", total=total, completed=done, steps="0", rate="-", left="-",
+                             **{k: "-" for k in fields({})})
+    lines = log_lines("iteration", total, done, json_out)
+
+    def on_iteration(p) -> None:  # noqa: ANN001 - selfplay.Progress
+        lines.step_took(p.wall_seconds)
+        left = lines.seconds_left(p.k)
+        extra = fields(p.metrics)
+        progress.update(task, completed=p.k, steps=f"{p.env_steps:,}", rate=f"{p.steps_per_second:,.0f}",
+                        left="-" if left is None else duration(left), **extra)
+        if p.k == done + 1 and not json_out and p.k < total:
+            progress.console.print(f"iteration {p.k} took {duration(p.wall_seconds)}: the {total - p.k} left take about "
+                                   f"{duration(left)}", highlight=False)
+        lines.update(p.k, f"{p.env_steps:,} env steps, {p.steps_per_second:,.0f} steps/s, "
+                          + ", ".join(f"{k} {v}" for k, v in extra.items()))
+
+    return progress, on_iteration
 
 
 def _interrupted(ctx: typer.Context, exc) -> None:  # noqa: ANN001 - training.TrainingInterrupted
@@ -131,8 +192,10 @@ def train(
     eval_bouts: Optional[int] = typer.Option(None, "--eval-bouts", rich_help_panel="Execution", help="Bouts per evaluation (default 8)."),
     horizon: Optional[int] = typer.Option(None, "--horizon", rich_help_panel="Locomotion", help="Locomotion: env steps per episode (default 100 = 5 s)."),
     hidden: Optional[int] = typer.Option(None, "--hidden", rich_help_panel="Locomotion", help="Locomotion: units per hidden layer (default 64)."),
-    workers: int = typer.Option(1, "-j", "--workers", rich_help_panel="Execution", help="Processes that run the rollout shards (default 1; results do not depend on it); "
-                                "locomotion: physics threads."),
+    workers: Optional[int] = typer.Option(None, "-j", "--workers", envvar="SUMO_WORKERS", rich_help_panel="Execution",
+                                          help="Processes that run the rollout shards at once (at most --shards are busy; "
+                                          "locomotion: physics threads); results do not depend on it (default: all "
+                                          "cores, or SUMO_WORKERS)."),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", rich_help_panel="Execution", help="Ray cluster address (default: local processes)."),
     resume: Optional[int] = typer.Option(None, "--resume", rich_help_panel="Execution", help="Continue an interrupted training run by id, with its stored settings."),
     json_out: bool = typer.Option(False, "--json", rich_help_panel="Execution", help="Print a JSON summary on stdout."),
@@ -142,21 +205,31 @@ def train(
     from sumo_cli.errors import UserError
 
     given = {k: v for k, v in locals().items() if k in _RUN_OPTIONS and v is not None}
-    _check_names(resume, env, body, arch, strategy, recipe, features, workers)  # before torch loads (seconds)
-    from sumo_cli import training as TR
-    from sumo_cli.learn.selfplay import TrainConfig
+    # everything that can be checked without torch and MuJoCo (seconds to load) is checked first
+    _check_names(resume, env, body, arch, strategy, recipe, features, workers)
+    from sumo_cli.learn.train_config import TrainConfig
 
     if resume is not None:
         extend_to = given.pop("iterations", None)  # the one run option --resume takes: train a run further
         if given:
             opts = ", ".join(_RUN_OPTIONS[k] for k in given)
             raise UserError(f"--resume continues run {resume} with its stored settings; leave out {opts}")
+        if extend_to is not None:
+            require_positive(extend_to, "--iterations")
         db = open_db(ctx)
+        from sumo_cli.store.games import TRAIN_KIND, get_run
+
+        with db.read() as s:
+            get_run(s, resume, TRAIN_KIND)  # an unknown run: one sentence
+        from sumo_cli import training as TR
+
         if TR.run_env(db, resume) == "locomotion":
             return _train_locomotion(ctx, db, resume, None, workers, address, json_out, extend_to=extend_to)
         cfg, agent_name, done = TR.check_resume(db, resume, extend_to)
         run_id = resume
     elif (env or "sumo").strip().lower() == "locomotion":
+        from sumo_cli import training as TR
+
         return _train_locomotion(ctx, None, None, given, workers, address, json_out, arch=arch, strategy=strategy)
     elif (env or "sumo").strip().lower() != "sumo":
         raise UserError(f"unknown --env {env!r}; choose sumo or locomotion")
@@ -184,41 +257,37 @@ def train(
         if bad:
             raise UserError(bad[0])
         db = open_db(ctx)
+        from sumo_cli import training as TR
+
         agent_name, pool = TR.check_new_run(db, cfg, name)
+        _say_numbered_name(agent_name, cfg.body, cfg.arch, cfg.strategy)
         run_id = TR.create_run(db, cfg, agent_name, pool)
         done = 0
 
     from sumo_cli.runtime.executor import make_executor
 
-    executor = make_executor(workers, address)
-    quiet = json_out or not err_console.is_terminal
+    executor = make_executor(workers if address else resolve_workers(workers, cfg.rollout_shards), address)
+    planned = TR.planned_iteration_env_steps(cfg)
+    pace = _stored_pace(db, run_id, cfg.iterations - done)
+    batch = f"{cfg.n_envs} x {cfg.num_steps}" + (f" x {planned // cfg.steps_per_iteration} phases"
+                                                 if planned != cfg.steps_per_iteration else "")
     if not json_out:
         err_console.print(
             f"training run {run_id}: {agent_name} ({cfg.body}, {cfg.policy_arch}, strategy {cfg.strategy}"
             f"{', recipe ' + cfg.recipe if cfg.recipe else ''}) "
-            f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {cfg.steps_per_iteration} "
-            f"env steps ({cfg.n_envs} x {cfg.num_steps}), {cfg.physics} physics, {executor.workers} worker(s)",
+            f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {planned:,} "
+            f"env steps ({batch}), {cfg.physics} physics, {executor.workers} worker(s){pace}",
             highlight=False,
         )
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    progress = Progress(
-        TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),
-        TextColumn("{task.fields[steps]} steps  {task.fields[rate]} steps/s  return {task.fields[ret]}  win {task.fields[win]}"),
-        TimeRemainingColumn(), console=err_console, disable=quiet,
-    )
-
-    def fmt(x, spec: str) -> str:
+    def fmt(x, spec: str) -> str:  # noqa: ANN001
         return "-" if x is None else format(x, spec)
 
-    def on_iteration(p) -> None:  # noqa: ANN001 - selfplay.Progress
-        m = p.metrics
-        progress.update(task, completed=p.k, steps=f"{p.env_steps:,}", rate=f"{p.steps_per_second:,.0f}",
-                        ret=fmt(m.get("mean_return"), ".0f"), win=fmt(m.get("win_rate"), ".0%"))
-
+    progress, on_iteration = _training_view(
+        cfg.iterations, done, json_out, "return {task.fields[return]}  win {task.fields[win]}",
+        lambda m: {"return": fmt(m.get("mean_return"), ".0f"), "win": fmt(m.get("win_rate"), ".0%")})
     try:
         with first_interrupt_only(), progress:
-            task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-", win="-")
             summary = TR.run_training(db, run_id, executor, on_iteration)
     except TR.TrainingInterrupted as exc:
         executor.close()
@@ -231,7 +300,7 @@ def train(
 
 
 
-def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | None, workers: int,  # noqa: ANN001
+def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | None, workers: int | None,  # noqa: ANN001
                       address: str | None, json_out: bool, arch: str | None = None, strategy: str | None = None,
                       extend_to: int | None = None) -> None:
     """`sumo train --env locomotion`: a new run (``given`` = the options typed) or ``--resume`` (``extend_to``:
@@ -243,8 +312,7 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
 
     if address:
         raise UserError("--address does not apply to --env locomotion: it trains in this process (-j sets physics threads)")
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
+    workers = resolve_workers(workers)
     if resume is not None:
         cfg, agent_name, done = LT.check_resume(db, resume, extend_to)
         run_id = resume
@@ -261,35 +329,26 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
             raise UserError(bad[0])
         db = open_db(ctx)
         agent_name = LT.check_new_run(db, cfg, given.get("name"))
+        _say_numbered_name(agent_name, "loco", cfg.arch, cfg.strategy)
         run_id = LT.create_run(db, cfg, agent_name)
         done = 0
-    quiet = json_out or not err_console.is_terminal
     if not json_out:
         what = (f"{cfg.n_envs} task pairs x {cfg.meta_episodes} episodes per phase" if cfg.strategy == "meta"
                 else f"{cfg.n_envs} envs x {cfg.sequences} sequence(s) of 7 episodes")
         err_console.print(
             f"training run {run_id}: {agent_name} (locomotion, {cfg.policy_arch}, strategy {cfg.strategy}); "
             f"iterations {done + 1}..{cfg.iterations} of {cfg.steps_per_iteration} env steps ({what}, horizon "
-            f"{cfg.horizon}), {cfg.physics} physics, {workers} physics thread(s)", highlight=False,
+            f"{cfg.horizon}), {cfg.physics} physics, {workers} physics thread(s)"
+            f"{_stored_pace(db, run_id, cfg.iterations - done)}", highlight=False,
         )
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    progress = Progress(
-        TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),
-        TextColumn("{task.fields[steps]} steps  {task.fields[rate]} steps/s  return {task.fields[ret]}"),
-        TimeRemainingColumn(), console=err_console, disable=quiet,
-    )
 
     def fmt(x, spec: str) -> str:  # noqa: ANN001
         return "-" if x is None else format(x, spec)
 
-    def on_iteration(p) -> None:  # noqa: ANN001 - selfplay.Progress
-        progress.update(task, completed=p.k, steps=f"{p.env_steps:,}", rate=f"{p.steps_per_second:,.0f}",
-                        ret=fmt(p.metrics.get("mean_return"), ".1f"))
-
+    progress, on_iteration = _training_view(cfg.iterations, done, json_out, "return {task.fields[return]}",
+                                            lambda m: {"return": fmt(m.get("mean_return"), ".1f")})
     try:
         with first_interrupt_only(), progress:
-            task = progress.add_task("train", total=cfg.iterations, completed=done, steps="0", rate="-", ret="-")
             summary = LT.run_training(db, run_id, workers, on_iteration)
     except TR.TrainingInterrupted as exc:
         _interrupted(ctx, exc)

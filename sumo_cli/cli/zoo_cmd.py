@@ -22,6 +22,10 @@ def import_(
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Import the 18 original policies as agents zoo-<body>-<arch>-v<k> (no adaptation)."""
+    from sumo_cli.errors import UserError
+
+    if not path.is_dir():  # answered before torch loads (seconds)
+        raise UserError(f"zoo folder {path} does not exist or is not a folder")
     from sumo_cli.library import import_zoo
 
     db = open_db(ctx)

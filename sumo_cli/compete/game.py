@@ -41,10 +41,13 @@ class AgentData:
     params: dict[str, np.ndarray]
     obs_stats: dict[str, np.ndarray]
     meta: dict[str, np.ndarray] = field(default_factory=dict)
+    trained_strategy: str | None = None  # None: the same as ``strategy`` (see library.LoadedAgent)
 
     @property
     def display(self) -> str:
-        return f"{self.name}@{self.version}"
+        text = f"{self.name}@{self.version}"
+        played_as = self.trained_strategy is not None and self.strategy != self.trained_strategy
+        return f"{text}:{self.strategy}" if played_as else text
 
     @classmethod
     def from_loaded(cls, agent) -> "AgentData":  # noqa: ANN001 - a library.LoadedAgent
@@ -57,7 +60,23 @@ class AgentData:
             params={k: v.numpy() for k, v in agent.params.items()},
             obs_stats={k: v.numpy() for k, v in agent.obs_stats.items()},
             meta={k: v.numpy() for k, v in agent.meta_params.items()},
+            trained_strategy=agent.trained_strategy,
         )
+
+    def default_step_sizes_note(self) -> str | None:
+        """One line saying that this agent, played with ``meta`` (``NAME:meta``) though it learnt
+        no step sizes (it was not meta-trained), adapts with the untrained ones; None otherwise.
+        Such an agent is played, not refused, so any policy can adapt without a training run."""
+        from sumo_cli.learn.meta import MetaConfig
+        from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
+
+        if self.strategy != "meta" or LOG_ALPHA_KEY in self.meta:
+            return None
+        cfg = MetaConfig()
+        how = (f"one gradient step of size {cfg.alpha_init:g} after every round" if cfg.execution == "continue" else
+               f"{cfg.num_steps} gradient steps of size {cfg.alpha_init:g} from its trained parameters every round")
+        return (f"{self.display} learnt no step sizes (it was trained as {self.trained_strategy or 'none'}), so it "
+                f"adapts with the untrained ones: {how}")
 
     def player(self) -> S.Player:
         return S.Player(

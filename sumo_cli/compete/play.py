@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -63,7 +64,8 @@ def prepare_game(
                 f"--opponent-learning from {rv.agent_name}@{start} over {rounds} rounds needs versions "
                 f"{need[0]}..{need[-1]}, but {len(missing)} are missing (it has {have[0]}..{have[-1]})"
             )
-        b = [AgentData.from_loaded(load_agent(db, f"{rv.agent_name}@{v}")) for v in need]
+        played_as = f":{rv.played_as}" if rv.played_as else ""
+        b = [AgentData.from_loaded(load_agent(db, f"{rv.agent_name}@{v}{played_as}")) for v in need]
         vb_id = load_agent(db, f"{rv.agent_name}@{start}").version_id
     else:
         if start_version is not None:
@@ -93,6 +95,7 @@ def run_and_store(db: Database, job: GameJob, view, video: Path | None = None) -
 
     interrupted = False
     b_arg = job.b if job.opponent_learning else job.b[0]
+    started = time.perf_counter()
     with view:
         try:
             result = play_game(job.a, b_arg, job.settings, job.seed, on_round=on_round).to_dict()
@@ -110,7 +113,8 @@ def run_and_store(db: Database, job: GameJob, view, video: Path | None = None) -
         result = {
             "a": job.a.display, "b": job.b[0].display, "seed": job.seed, "settings": asdict(job.settings),
             "outcome": game_outcome(won_a, won_b, len(rounds)), "rounds_won_a": won_a, "rounds_won_b": won_b,
-            "rounds_drawn": len(rounds) - won_a - won_b, "rounds": rounds, "timing": {}, "wall_seconds": 0.0,
+            "rounds_drawn": len(rounds) - won_a - won_b, "rounds": rounds, "timing": {},
+            "wall_seconds": round(time.perf_counter() - started, 3),
         }
     result["extra_settings"] = {"opponent_learning": job.opponent_learning, "interrupted": interrupted}
     with db.write() as s:

@@ -19,7 +19,7 @@ STAGES = 5
 
 @dataclass(frozen=True)
 class Member:
-    name: str  # agent@version
+    name: str  # agent@version, or agent@version:strategy when played with another strategy
     body: str
     arch: str
     strategy: str
@@ -79,9 +79,13 @@ def explicit_population(db: Database, agent_names: list[str]) -> list[Member]:
     with db.read() as s:
         for n in agent_names:
             rv = registry.resolve(s, n)
-            members.append(Member(rv.display, rv.body, rv.arch, rv.strategy))
-    if len({m.name for m in members}) != len(members):
-        raise UserError("--agents names the same agent version twice")
+            members.append(Member(rv.display, rv.body, rv.arch, rv.plays))
+    versions = [m.name.partition(":")[0] for m in members]
+    twice = next((v for v in versions if versions.count(v) > 1), None)
+    if twice is not None:
+        # ratings and population slots are kept per agent version, so one version plays one strategy
+        raise UserError(f"--agents names {twice} twice; a population holds each agent version once (with one "
+                        "strategy: NAME:STRATEGY)")
     if len(members) < 2:
         raise UserError("a population needs at least two agents")
     return members

@@ -136,7 +136,7 @@ def render_video(
     from sumo_cli.sim.render import BoutRenderer, Mp4Writer, frame_steps
 
     if every < 1:
-        raise UserError(f"--every must be at least 1, got {every}")
+        raise UserError(f"--frame-every must be at least 1, got {every}")
     if not traces:
         raise UserError("no rounds to show")
     progress = on_progress or (lambda *args: None)

@@ -41,11 +41,11 @@ from __future__ import annotations
 import numpy as np
 
 from sumo_cli.sim.arena import RING_OUT
+from sumo_cli.vocabulary import FEATURES
+from sumo_cli.vocabulary import FEATURES_EGO as EGO
+from sumo_cli.vocabulary import FEATURES_EGO_PAST as EGO_PAST
+from sumo_cli.vocabulary import FEATURES_NONE as NONE
 
-NONE = "none"
-EGO = "ego"
-EGO_PAST = "ego-past"
-FEATURES = (NONE, EGO, EGO_PAST)
 PAST_STEPS = 2  # how many changes of the observation "ego-past" appends
 
 

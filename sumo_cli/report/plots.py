@@ -18,8 +18,7 @@ def _pyplot():
 
 def _save(plt, fig, path: str | Path) -> Path:  # noqa: ANN001
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)  # its folder exists: the CLI checks every output path first (cli.common.check_output)
     fig.savefig(path)
     plt.close(fig)
     return path

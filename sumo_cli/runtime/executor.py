@@ -108,12 +108,27 @@ class InlineExecutor:
         pass
 
 
+#: The warning multiprocessing's resource tracker prints when the driver was killed (SIGKILL) with
+#: its pool's semaphores unreleased: the tracker releases them itself, so the lines ("6 leaked
+#: semaphore objects") are noise on the user's terminal after `kill -9`. The tracker takes its
+#: warning filters from the driver's -W options when it starts.
+TRACKER_LEAK_WARNING = "ignore:resource_tracker:UserWarning"
+
+
+def _quiet_resource_tracker() -> None:
+    import sys
+
+    if TRACKER_LEAK_WARNING not in sys.warnoptions:
+        sys.warnoptions.append(TRACKER_LEAK_WARNING)
+
+
 class ProcessExecutor:
     """A spawn-based process pool; keeps at most 2 x workers jobs in flight so results stream."""
 
     def __init__(self, workers: int):
         import multiprocessing as mp
 
+        _quiet_resource_tracker()  # before the pool's first semaphore starts the tracker
         self.workers = workers
         context = mp.get_context("spawn")
         self._reported = context.Array("d", 2)  # progress.report's [units, seconds], summed over workers

@@ -37,18 +37,18 @@ def pid(owner: str) -> int:
     return _parts(owner)[1]
 
 
-def is_alive(owner: str, last_write: datetime | None) -> bool:
-    """Whether the process that ``owner`` names may still be running (see the module's rule)."""
+def is_alive(owner: str | None, last_write: datetime | None) -> bool:
+    """Whether the process that ``owner`` names may still be running (see the module's rule). No
+    owner: a run written but not yet claimed by the process starting it (it loads its agents
+    first), alive while it was written in the last ``OTHER_HOST_STALE``."""
+    if owner is None:
+        return _recent(last_write)
     try:
         host, pid = _parts(owner)
     except ValueError:
         return False
     if host != socket.gethostname():
-        if last_write is None:
-            return False
-        if last_write.tzinfo is None:  # SQLite returns naive UTC
-            last_write = last_write.replace(tzinfo=timezone.utc)
-        return datetime.now(timezone.utc) - last_write < OTHER_HOST_STALE
+        return _recent(last_write)
     if pid == os.getpid():  # this process: what it held before is its own to take again
         return False
     try:
@@ -61,6 +61,14 @@ def is_alive(owner: str, last_write: datetime | None) -> bool:
         return b"sumo" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:  # no /proc: trust the pid
         return True
+
+
+def _recent(last_write: datetime | None) -> bool:
+    if last_write is None:
+        return False
+    if last_write.tzinfo is None:  # SQLite returns naive UTC
+        last_write = last_write.replace(tzinfo=timezone.utc)
+    return datetime.now(timezone.utc) - last_write < OTHER_HOST_STALE
 
 
 def _busy(run_id: int, holder: str):  # noqa: ANN202 - a UserError

@@ -23,6 +23,8 @@ from functools import lru_cache
 
 import mujoco
 
+from sumo_cli.vocabulary import PHYSICS, START_RADIUS  # noqa: F401 - START_RADIUS is part of this geometry
+
 from .bodies import BodySpec, agent_xml, body_spec
 
 TIMESTEP = 0.01
@@ -33,11 +35,10 @@ BORDER = 2.0             # the painted border cylinders lie along x = ±2 and y 
 BORDER_RADIUS = 0.03
 RING_OUT = 2.1           # max-norm of torso (x, y) at which an agent is out
 FALL_Z = 0.29            # relative torso z under which an agent has fallen
-START_RADIUS = 1.15
 START_HEIGHT = 1.25      # world z of the torsos at reset
 ARENA_FRICTION = (1.0, 0.1, 0.1)
 
-PHYSICS_MODES = ("faithful", "fast")
+PHYSICS_MODES = PHYSICS
 AGENT_PREFIXES = ("agent0/", "agent1/")
 _AGENT_COLORS = ("0.85 0.3 0.25 1", "0.25 0.45 0.85 1")
 

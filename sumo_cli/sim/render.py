@@ -271,8 +271,8 @@ def _check_path(path: str | Path, suffix: str) -> Path:
     path = Path(path)
     if path.suffix.lower() != suffix:
         raise UserError(f"{path} should end in {suffix}")
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():  # one rule for every output path (cli.common.check_output)
+        raise UserError(f"the folder {path.parent} of {path} does not exist; create it first")
     return path
 
 
@@ -299,7 +299,7 @@ def write_png(frame: np.ndarray, path: str | Path) -> Path:
 
 def check_mp4_target(path: str | Path, width: int, height: int) -> Path:
     """Everything an MP4 needs, checked before any work: the suffix, an even frame size, the
-    imageio-ffmpeg package. Creates the parent folder; returns the path."""
+    imageio-ffmpeg package, an existing folder; returns the path."""
     path = _check_path(path, ".mp4")
     if width % 2 or height % 2:
         raise UserError(f"an MP4 needs an even width and height, got {width}x{height}")

@@ -27,13 +27,16 @@ def record_game(
     run_id: int | None = None,
     run_index: int | None = None,
 ) -> int:
-    """Store one finished game (the dict of compete.game.GameResult) and return the match id."""
+    """Store one finished game (the dict of compete.game.GameResult) and return the match id. A side
+    played with another strategy than its agent's (its name ends in ``:STRATEGY``) keeps that
+    strategy in the settings (``played_as_a``/``played_as_b``)."""
+    played_as = {f"played_as_{side}": result[side].rpartition(":")[2] for side in ("a", "b") if ":" in result[side]}
     match = Match(
         run_id=run_id,
         run_index=run_index,
         version_a_id=version_a_id,
         version_b_id=version_b_id,
-        settings={**result["settings"], **result.get("extra_settings", {})},
+        settings={**result["settings"], **result.get("extra_settings", {}), **played_as},
         seed=result["seed"],
         outcome=result["outcome"],
         rounds_won_a=result["rounds_won_a"],
@@ -68,18 +71,32 @@ def record_game(
     return match.id
 
 
+def interrupted(m: Match) -> bool:
+    """Whether the game was stopped before its last round (Ctrl-C in `sumo play`): stored with the
+    rounds it played, never counted as a win, draw or loss."""
+    return bool((m.settings or {}).get("interrupted"))
+
+
+def player_label(session: Session, m: Match, side: str) -> str:
+    """``agent@version`` of one side of a stored game, with ``:strategy`` when it played another
+    strategy than its agent's."""
+    v = session.get(Version, m.version_a_id if side == "a" else m.version_b_id)
+    played_as = (m.settings or {}).get(f"played_as_{side}")
+    return f"{v.agent.name}@{v.version}" + (f":{played_as}" if played_as else "")
+
+
 def match_dict(session: Session, match_id: int) -> dict:
     m = session.get(Match, match_id)
     if m is None:
         raise UserError(f"no match with id {match_id}; `sumo matches` lists them")
-    va, vb = session.get(Version, m.version_a_id), session.get(Version, m.version_b_id)
     return {
         "id": m.id,
         "run_id": m.run_id,
         "run_index": m.run_index,
-        "a": f"{va.agent.name}@{va.version}",
-        "b": f"{vb.agent.name}@{vb.version}",
+        "a": player_label(session, m, "a"),
+        "b": player_label(session, m, "b"),
         "outcome": m.outcome,
+        "interrupted": interrupted(m),
         "rounds_won_a": m.rounds_won_a,
         "rounds_won_b": m.rounds_won_b,
         "rounds_drawn": m.rounds_drawn,
@@ -112,10 +129,10 @@ def list_matches(session: Session, limit: int = 50, run_id: int | None = None) -
         q = q.where(Match.run_id == run_id)
     out = []
     for m in session.scalars(q):
-        va, vb = session.get(Version, m.version_a_id), session.get(Version, m.version_b_id)
         out.append({
-            "id": m.id, "run_id": m.run_id, "a": f"{va.agent.name}@{va.version}", "b": f"{vb.agent.name}@{vb.version}",
-            "outcome": m.outcome, "rounds": f"{m.rounds_won_a}-{m.rounds_drawn}-{m.rounds_won_b}",
+            "id": m.id, "run_id": m.run_id, "a": player_label(session, m, "a"), "b": player_label(session, m, "b"),
+            "outcome": m.outcome, "interrupted": interrupted(m),
+            "rounds": f"{m.rounds_won_a}-{m.rounds_drawn}-{m.rounds_won_b}",
             "wall_seconds": round(m.wall_seconds, 1), "started_at": m.started_at.isoformat() if m.started_at else None,
         })
     return out
@@ -226,11 +243,29 @@ def last_env_steps(session: Session, run_id: int) -> int:
     return int(steps or 0)
 
 
-def list_runs(session: Session, limit: int = 50) -> list[dict]:
+def shown_status(run: Run, is_alive: Callable[[str | None, datetime | None], bool] | None) -> str:
+    """A run's status as it stands: a ``running`` run whose process is gone (killed with SIGKILL, the
+    machine lost: it could not write ``interrupted`` itself) is ``interrupted``. ``is_alive(owner,
+    last write)`` (runtime.ownership.is_alive; owner None: a run not yet claimed by the process that
+    is starting it); None: the stored status."""
+    if run.status != "running" or is_alive is None:
+        return run.status
+    return "running" if is_alive(run.owner, run.updated_at) else "interrupted"
+
+
+def mean_iteration_seconds(session: Session, run_id: int) -> float | None:
+    """The mean wall time of a training run's stored iterations (None before the first)."""
+    mean = session.scalar(select(func.avg(Iteration.wall_seconds)).where(Iteration.run_id == run_id))
+    return float(mean) if mean is not None else None
+
+
+def list_runs(session: Session, limit: int = 50,
+              is_alive: Callable[[str | None, datetime | None], bool] | None = None) -> list[dict]:
+    """The newest runs, their status as :func:`shown_status` sees it."""
     out = []
     for r in session.scalars(select(Run).order_by(Run.id.desc()).limit(limit)):
         out.append({
-            "id": r.id, "kind": r.kind, "status": r.status, "done": r.progress_done, "total": r.progress_total,
+            "id": r.id, "kind": r.kind, "status": shown_status(r, is_alive), "done": r.progress_done, "total": r.progress_total,
             "seed": r.seed, "created_at": r.created_at.isoformat() if r.created_at else None,
             "updated_at": r.updated_at.isoformat() if r.updated_at else None,
         })
@@ -247,12 +282,16 @@ def count_matches(session: Session) -> int:
 
 # Runs are of these kinds; only training runs have per-iteration rows (``sumo_cli.training.RUN_KIND``).
 TRAIN_KIND = "train"
+#: The command that continues an unfinished run of each resumable kind (an evolution: ``sumo evolve --resume ID``).
+RESUME_COMMANDS = {TRAIN_KIND: "train", "tournament": "tournament", "evolution": "evolve"}
 
 
-def run_detail(session: Session, run_id: int) -> dict:
-    """One run as plain data for `sumo runs show`: ``{"run": {...}}``, plus ``"iterations"`` (every
-    stored iteration in order: iteration, env steps, wall seconds and the metrics dict) when it is a
-    training run. An unknown id is a UserError naming `sumo runs`."""
+def run_detail(session: Session, run_id: int,
+               is_alive: Callable[[str | None, datetime | None], bool] | None = None) -> dict:
+    """One run as plain data for `sumo runs show`: ``{"run": {...}}`` (its status as
+    :func:`shown_status` sees it), plus ``"iterations"`` (every stored iteration in order:
+    iteration, env steps, wall seconds and the metrics dict) when it is a training run. An unknown
+    id is a UserError naming `sumo runs`."""
     run = get_run(session, run_id)
     config = dict(run.config or {})
 
@@ -261,7 +300,7 @@ def run_detail(session: Session, run_id: int) -> dict:
 
     doc: dict = {
         "run": {
-            "id": run.id, "kind": run.kind, "status": run.status, "done": run.progress_done,
+            "id": run.id, "kind": run.kind, "status": shown_status(run, is_alive), "done": run.progress_done,
             "total": run.progress_total, "seed": run.seed, "code_version": run.code_version,
             "env": str(config.get("env", "sumo")) if run.kind == TRAIN_KIND else None,
             "config": config, "created_at": iso(run.created_at), "updated_at": iso(run.updated_at),

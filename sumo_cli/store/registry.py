@@ -18,7 +18,8 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 @dataclass(frozen=True)
 class ResolvedVersion:
-    """Everything needed to load one agent version, detached from the session."""
+    """Everything needed to load one agent version, detached from the session. ``strategy`` is the
+    one the agent was trained with; ``played_as`` another one asked for with ``NAME:STRATEGY``."""
 
     agent_name: str
     body: str
@@ -28,10 +29,17 @@ class ResolvedVersion:
     version_id: int
     checkpoint_path: str
     sha256: str
+    played_as: str | None = None
+
+    @property
+    def plays(self) -> str:
+        """The strategy it plays games with."""
+        return self.played_as or self.strategy
 
     @property
     def display(self) -> str:
-        return f"{self.agent_name}@{self.version}"
+        text = f"{self.agent_name}@{self.version}"
+        return text if self.played_as is None else f"{text}:{self.played_as}"
 
 
 def get_agent(session: Session, name: str) -> Agent | None:
@@ -121,8 +129,13 @@ def resolve(session: Session, text: str) -> ResolvedVersion:
             f"the database row of {agent.name}@{wanted} is corrupt (checkpoint path or SHA-256 invalid); "
             "re-import or re-train this agent"
         )
+    played_as = ref.played_as if ref.played_as != agent.strategy else None  # ant-track:track is ant-track
+    if played_as is not None and agent.strategy == "rl2":
+        raise UserError(f"{agent.name} is an RL^2 policy: it adapts through its recurrent state only; "
+                        f"drop ':{played_as}'")
     return ResolvedVersion(
-        agent.name, agent.body, agent.arch, agent.strategy, row.version, row.id, row.checkpoint_path, row.sha256
+        agent.name, agent.body, agent.arch, agent.strategy, row.version, row.id, row.checkpoint_path, row.sha256,
+        played_as,
     )
 
 
@@ -132,18 +145,22 @@ class Record:
     wins: int
     draws: int
     losses: int
+    interrupted: int = 0  # games stopped before their last round: not in the counts above
 
 
 def record(session: Session, agent: Agent) -> Record:
-    """Games, wins, draws and losses of all versions of an agent, from either side."""
+    """Games, wins, draws and losses of all versions of an agent, from either side; games that
+    were interrupted are counted apart (they have no result)."""
     ids = [v.id for v in agent.versions]
     if not ids:
         return Record(0, 0, 0, 0)
     rows = session.execute(
-        select(Match.version_a_id, Match.version_b_id, Match.outcome).where(
+        select(Match.version_a_id, Match.version_b_id, Match.outcome, Match.settings).where(
             or_(Match.version_a_id.in_(ids), Match.version_b_id.in_(ids))
         )
     ).all()
+    cut_short = sum(bool((settings or {}).get("interrupted")) for *_, settings in rows)
+    rows = [(a, b, outcome) for a, b, outcome, settings in rows if not (settings or {}).get("interrupted")]
     wins = draws = losses = 0
     for a, b, outcome in rows:
         if a in ids and b in ids:  # self-play: count once, as a draw of the agent with itself
@@ -156,7 +173,7 @@ def record(session: Session, agent: Agent) -> Record:
             wins += 1
         else:
             losses += 1
-    return Record(len(rows), wins, draws, losses)
+    return Record(len(rows), wins, draws, losses, cut_short)
 
 
 def checkpoint_root(db_url: str) -> Path:
