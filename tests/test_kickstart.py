@@ -144,12 +144,15 @@ def test_the_fight_recipe_kickstarts_an_lstm_from_the_bodys_mlp(cli, tmp_path):
 def test_the_fight_recipe_kickstarts_a_spider_mlp_from_the_spider_lstm(cli, tmp_path, monkeypatch):
     """The Spider MLP passes its bars only when the Spider LSTM teaches it (docs/lab-record.md), so the
     recipe gives a Spider MLP the body's LSTM as its teacher; other bodies' MLPs learn alone."""
+    from sumo_cli.shipped import read_manifest
+
     monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
     tiny = [*FIGHT_TINY, "--iterations", "1"]
     tiny_spider = [*tiny[2:], "--envs", "3"]  # a bout slot for each body of the Spider's pool
     assert cli("train", "--body", "spider", "--arch", "mlp", "--name", "taught-spider", *tiny_spider)[0] == 0
-    assert _teacher_of(tmp_path, "taught-spider") == "spider-lstm@600"  # the shipped default version
+    default = {a.name: a.default_version for a in read_manifest(Path(__file__).resolve().parents[1] / "policies")}
+    assert _teacher_of(tmp_path, "taught-spider") == f"spider-lstm@{default['spider-lstm']}"  # the shipped default
     assert cli("train", "--body", "spider", "--arch", "lstm", "--name", "taught-spider-lstm", *tiny_spider)[0] == 0
-    assert _teacher_of(tmp_path, "taught-spider-lstm") == "spider-mlp@600"
+    assert _teacher_of(tmp_path, "taught-spider-lstm") == f"spider-mlp@{default['spider-mlp']}"
     assert cli("train", "--body", "ant", "--arch", "mlp", "--name", "lone-ant", *tiny)[0] == 0
     assert _teacher_of(tmp_path, "lone-ant") == ""

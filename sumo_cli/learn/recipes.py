@@ -85,7 +85,9 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
     # alone, the Spider MLP won 83-91% of faithful bouts against motionless bodies whichever run trained it;
     # taught by the Spider LSTM shipped then (kick-spider-lstm@260) it won 92-93% on fresh seeds after
     # 300 iterations (docs/lab-record.md).
-    "spider": {"opponents": ["self", "ant-mlp@155", "bug-mlp@328", "still-spider@400"],
+    # Since the population shipped (policies/population.toml), the motionless bodies are the shipped Ant and
+    # Bug MLPs at any version up to the learner's progress, and still-spider no longer ships.
+    "spider": {"opponents": ["self", "ant-mlp", "bug-mlp"],
                "motionless_iterations": 100, "motionless_fraction": 0.5, "teacher": AUTO_TEACHER_BOTH},
 })
 
