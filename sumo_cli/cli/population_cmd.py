@@ -42,8 +42,10 @@ def _table(states, running: list[str], plan, workers: int):  # noqa: ANN001, ANN
 
     done = sum(st.state == DONE for st in states)
     eta = eta_seconds(states, plan, workers)
+    steps, hours = sum(st.env_steps for st in states), sum(st.seconds for st in states) / 3600
     table = Table(title=f"population plan {plan.path.name}: {done}/{len(states)} steps done, "
-                        f"about {_hms(eta)} left on {workers} worker(s)", title_justify="left")
+                        f"about {_hms(eta)} left on {workers} worker(s); so far {steps / 1e6:.1f} M env steps and "
+                        f"{hours:.1f} h of training (the steps' own wall time)", title_justify="left")
     for col in ("step", "member", "state", "iterations", "s/it"):
         table.add_column(col, no_wrap=col in ("step", "member"), justify="right" if col in ("iterations", "s/it") else "left")
     for r in _rows(states, running):
@@ -135,6 +137,7 @@ def show(
     states = PR.step_states(db, plan)
     if json_out:
         print_json({"plan": str(plan.path), "eta_seconds": PR.eta_seconds(states, plan, workers),
-                    "steps": _rows(states, [])})
+                    "env_steps": sum(st.env_steps for st in states),
+                    "training_seconds": round(sum(st.seconds for st in states), 1), "steps": _rows(states, [])})
         return
     err_console.print(_table(states, [], plan, workers))
