@@ -19,6 +19,7 @@ from sumo_cli.cli import (
     matches_cmd,
     play_cmd,
     render_cmd,
+    report_cmd,
     runs_cmd,
     tournament_cmd,
     train_cmd,
@@ -56,6 +57,7 @@ app.command("tournament")(tournament_cmd.tournament)
 app.command("train")(train_cmd.train)
 app.command("evolve")(evolve_cmd.evolve)
 app.command("render")(render_cmd.render)
+app.command("report")(report_cmd.report)
 eval_cmd.app.command("sumo")(eval_sumo_cmd.sumo_curve)
 app.add_typer(eval_cmd.app, name="eval")
 bench_cmd.app.command("game")(bench_game_cmd.game)

@@ -69,9 +69,10 @@ def win_probability_heatmap(rows: list[dict], path: str | Path, top: int = 20, b
     ax.set_yticks(range(n), labels, fontsize=7)
     for i in range(n):
         for j in range(n):
-            ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=5, color="black")
+            ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                    color="white" if abs(p[i, j] - 0.5) > 0.3 else "black")
     ax.set_title("P(row beats column), a priori from TrueSkill", fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.colorbar(im, ax=ax, fraction=0.046, label="a-priori probability that the row agent wins a game")
     return _save(plt, fig, path)
 
 

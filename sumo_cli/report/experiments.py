@@ -1,0 +1,79 @@
+"""The paper's experiments as `sumo` commands: for each one the database holds no run of, the command
+that runs it at the paper's scale, and (when the database has the agents for it) a small version
+for a first look and for tests (`sumo report --run --quick`)."""
+
+from __future__ import annotations
+
+import shlex
+
+from sumo_cli import names
+from sumo_cli.report import evolution as EV
+from sumo_cli.report import locomotion as LO
+from sumo_cli.report import tournament as TO
+from sumo_cli.report.section import Missing
+
+#: The quick tournament: this many agents at most (the database's sumo agents, by name), this many
+#: random games of these many rounds x bouts, on the fast physics.
+QUICK_TOURNAMENT = {"agents": 9, "matches": 24, "rounds": 3, "episodes": 1, "physics": "fast"}
+#: The quick evolution: agents, copies of each, generations, games per generation, rounds x bouts.
+QUICK_EVOLUTION = {"agents": 6, "copies": 2, "generations": 3, "matches": 6, "rounds": 3, "episodes": 1,
+                   "physics": "fast"}
+#: The quick locomotion evaluation: repeats of the 7-episode sequence per agent and pair.
+QUICK_LOCOMOTION_REPEATS = 3
+#: The paper's locomotion agents: the MLP policy without adaptation, with tracking, meta-learned.
+PAPER_LOCOMOTION = ("loco-mlp", "loco-mlp-track", "loco-mlp-meta")
+
+
+def sumo_agents(catalogue: list[dict], limit: int) -> list[str]:
+    """Up to ``limit`` RoboSumo agents of the database as name@version (the version a bare name
+    plays), spread over the bodies: one of each body in turn, by name."""
+    by_body: dict[str, list[dict]] = {}
+    for a in catalogue:
+        if a["body"] in names.BODIES:
+            by_body.setdefault(a["body"], []).append(a)
+    picked: list[str] = []
+    queues = [sorted(v, key=lambda a: a["name"]) for _, v in sorted(by_body.items())]
+    while len(picked) < limit and any(queues):
+        for q in queues:
+            if q and len(picked) < limit:
+                a = q.pop(0)
+                picked.append(f"{a['name']}@{a['plays']}")
+    return picked
+
+
+def _tail(workers: int | None) -> str:
+    return f" -j {workers}" if workers else ""
+
+
+def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -> list[Missing]:
+    """What the database holds no run of (``have``: the section keys the report could draw), with
+    the command for each."""
+    out: list[Missing] = []
+    if "fig3" not in have:
+        loco = [a["name"] for a in catalogue if a["body"] == names.LOCOMOTION]
+        quick = (f"sumo eval locomotion {' '.join(loco)} --repeats {QUICK_LOCOMOTION_REPEATS} --seed 0"
+                 if loco else None)
+        out.append(Missing(
+            "fig3", "Fig. 3: nonstationary locomotion", LO.FINDING, "no `sumo eval locomotion` run is stored" +
+            ("" if loco else ", and the database has no locomotion agents to evaluate (train them with "
+                             "`sumo train --env locomotion --arch mlp --strategy none|track|meta`)"),
+            f"sumo eval locomotion {' '.join(PAPER_LOCOMOTION)} --repeats 50 --seed 0", quick))
+    players = sumo_agents(catalogue, QUICK_TOURNAMENT["agents"])
+    if "fig7" not in have:
+        q = QUICK_TOURNAMENT
+        quick = (f"sumo tournament --agents {shlex.quote(','.join(players))} --matches {q['matches']} "
+                 f"--rounds {q['rounds']} --episodes {q['episodes']} --physics {q['physics']} --seed 0"
+                 + _tail(workers)) if len(players) >= 2 else None
+        out.append(Missing("fig7", "Fig. 7, the top-5 table and the win-rate matrix with Nash averaging",
+                           TO.FIG7_FINDING, "no tournament with a rated game is stored",
+                           "sumo tournament --matches 1000 --rounds 100 --episodes 3 --seed 0" + _tail(workers), quick))
+    if "fig8" not in have:
+        q = QUICK_EVOLUTION
+        base = sumo_agents(catalogue, q["agents"])
+        quick = (f"sumo evolve --agents {shlex.quote(','.join(base))} --copies {q['copies']} "
+                 f"--generations {q['generations']} --matches {q['matches']} --rounds {q['rounds']} "
+                 f"--episodes {q['episodes']} --physics {q['physics']} --seed 0" + _tail(workers)) if len(base) >= 2 else None
+        out.append(Missing("fig8", "Fig. 8: evolution of a population", EV.FINDING,
+                           "no evolution with a finished generation is stored",
+                           "sumo evolve --copies 10 --generations 10 --matches 1000 --seed 0" + _tail(workers), quick))
+    return out

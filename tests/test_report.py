@@ -1,0 +1,235 @@
+"""`sumo report`: the game-theoretic ranking (Nash averaging), Bradley-Terry, and the report itself on
+a small generated database (every section, computed verdicts, the commands for what is missing), its
+refusals, and `--run --quick` on the shipped agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sumo_cli.compete import ratings as R
+from sumo_cli.report import gametheory as G
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------------------ game theory
+
+
+def test_nash_averaging_of_rock_paper_scissors_is_uniform():
+    p = np.array([[0.5, 0.9, 0.1], [0.1, 0.5, 0.9], [0.9, 0.1, 0.5]])
+    nash = G.nash_averaging(p)
+    assert np.allclose(nash["weights"], 1 / 3, atol=1e-6)
+    assert np.allclose(nash["skill"], 0, atol=1e-6)
+
+
+def test_nash_averaging_gives_copies_equal_shares_and_rates_the_dominated_below():
+    # rock, paper, scissors, a copy of rock, and an agent every other one beats
+    p = np.array([[.5, .9, .1, .5, .8], [.1, .5, .9, .1, .8], [.9, .1, .5, .9, .8], [.5, .9, .1, .5, .8],
+                  [.2, .2, .2, .2, .5]])
+    nash = G.nash_averaging(p)
+    w = nash["weights"]
+    assert w[0] == pytest.approx(w[3], abs=1e-4)  # the copies share rock's weight
+    assert w[0] + w[3] == pytest.approx(1 / 3, abs=1e-4) and w[1] == pytest.approx(1 / 3, abs=1e-4)
+    assert w[4] < 1e-6 and nash["skill"][4] < -1.0
+    assert np.allclose(nash["skill"][:4], 0, atol=1e-5)
+
+
+def test_nash_averaging_of_a_transitive_game_puts_all_weight_on_the_strongest():
+    s = np.exp([2.0, 1.0, 0.0, -1.0])
+    p = s[:, None] / (s[:, None] + s[None, :])
+    nash = G.nash_averaging(p)
+    assert nash["weights"][0] == pytest.approx(1.0, abs=1e-6)
+    assert list(G.ranks(nash["skill"])) == [1, 2, 3, 4]
+
+
+def test_bradley_terry_recovers_known_strengths():
+    rng = np.random.default_rng(0)
+    truth = np.array([1.0, 0.5, 0.0, -0.5, -1.0])
+    games = []
+    for _ in range(6000):
+        a, b = rng.choice(5, 2, replace=False)
+        pa = 1 / (1 + np.exp(truth[b] - truth[a]))
+        games.append((int(a), int(b), "a" if rng.random() < pa else "b"))
+    est = R.bradley_terry(5, games)
+    assert np.max(np.abs(est - (truth - truth.mean()))) < 0.1
+
+
+def test_the_win_rate_matrix_is_antisymmetric_and_fills_unmet_pairs_from_bradley_terry():
+    # 0 beats 1 in most bouts, 1 beats 2; 0 and 2 never met
+    wins, bouts = G.bout_counts(3, [(0, 1, 8, 2, 0), (1, 2, 7, 2, 1)])
+    p, observed = G.win_rate_matrix(wins, bouts)
+    assert np.allclose(p + p.T, 1.0)
+    assert p[0, 1] == pytest.approx((8 + 1) / (10 + 2))
+    assert p[1, 2] == pytest.approx((7.5 + 1) / (10 + 2))
+    assert not observed[0, 2] and p[0, 2] > p[0, 1]  # predicted: 0 beats 2 by more than it beats 1
+    a = G.log_odds(p)
+    assert np.allclose(a, -a.T)
+    assert G.nontransitive_cycles(p, observed, ["x", "y", "z"]) == []
+
+
+def test_a_circle_is_found():
+    p = np.array([[0.5, 0.8, 0.3], [0.2, 0.5, 0.7], [0.7, 0.3, 0.5]])
+    assert G.nontransitive_cycles(p, np.ones((3, 3), bool), ["x", "y", "z"]) == ["x > y > z > x"]
+
+
+# ------------------------------------------------------------------------------ a generated database
+
+BODY_OF = {"ant": "ant", "bug": "bug", "spider": "spider"}
+#: (name, body, arch, strategy, strength): the meta-learners strongest in each body/arch category
+AGENTS = [("ant-lstm-meta", "ant", "lstm", "meta", 1.5), ("ant-lstm", "ant", "lstm", "none", 0.5),
+          ("ant-mlp-meta", "ant", "mlp", "meta", 0.8), ("ant-mlp", "ant", "mlp", "none", -0.2),
+          ("bug-lstm-meta", "bug", "lstm", "meta", 1.2), ("bug-lstm", "bug", "lstm", "none", 0.0),
+          ("spider-mlp", "spider", "mlp", "none", -1.0)]
+
+
+def _game(rng, sa: float, sb: float, rounds: int, episodes: int) -> dict:
+    from sumo_cli.compete.rules import game_outcome
+
+    pa = 1 / (1 + np.exp(sb - sa))
+    rds = []
+    for k in range(rounds):
+        eps = ["win" if rng.random() < pa else "loss" for _ in range(episodes)]
+        wa, wb = eps.count("win"), eps.count("loss")
+        rds.append({"index": k, "version_a": 1, "version_b": 1, "outcome": "a" if wa > wb else "b" if wb > wa else "draw",
+                    "wins_a": wa, "wins_b": wb, "draws": 0,
+                    "episodes": [{"outcome": e, "reason": "ring_out", "length": 100} for e in eps]})
+    ra, rb = sum(r["outcome"] == "a" for r in rds), sum(r["outcome"] == "b" for r in rds)
+    return {"settings": {"rounds": rounds, "episodes": episodes, "physics": "fast", "threads": 1}, "seed": 0,
+            "outcome": game_outcome(ra, rb, rounds), "rounds_won_a": ra, "rounds_won_b": rb,
+            "rounds_drawn": rounds - ra - rb, "rounds": rds, "timing": {}, "wall_seconds": 0.0}
+
+
+def make_db(path: Path, tournament: bool = True, evolution: bool = True, locomotion: bool = True) -> str:
+    """A database with generated results (no simulation): a tournament, an evolution and a
+    locomotion evaluation in which the meta-learners are the strongest."""
+    from sumo_cli.compete.schedule import random_pairs
+    from sumo_cli.store import games as SG
+    from sumo_cli.store import registry
+    from sumo_cli.store.database import open_database
+    from sumo_cli.store.models import Member as MemberRow
+
+    url = f"sqlite:///{path}"
+    db = open_database(url)
+    rng = np.random.default_rng(1)
+    vids, members = [], []
+    with db.write() as s:
+        for name, body, arch, strategy, _ in AGENTS:
+            agent = registry.create_agent(s, name, body, arch, strategy, "trained", {})
+            vids.append(registry.add_version(s, agent, 1, f"/nowhere/{name}", "0" * 64).id)
+            members.append({"name": f"{name}@1", "body": body, "arch": arch, "strategy": strategy})
+    strength = [a[4] for a in AGENTS]
+    if tournament:
+        config = {"members": members, "matches": 60, "game": {"rounds": 5, "episodes": 3, "physics": "fast", "threads": 1},
+                  "draw_probability": R.equal_agents_draw_probability(5, 3)}
+        with db.write() as s:
+            run = SG.create_run(s, "tournament", config, 3, 60, "test")
+            for g in random_pairs(len(members), 60, 3):
+                SG.record_game(s, _game(rng, strength[g.a], strength[g.b], 5, 3), vids[g.a], vids[g.b],
+                               code_version="test", mujoco_version="test", run_id=run, run_index=g.index)
+            SG.set_run_status(s, run, "finished", done=60)
+    if evolution:
+        config = {"members": members, "copies": 2, "generations": 2, "matches": 4,
+                  "game": {"rounds": 5, "episodes": 3, "physics": "fast", "threads": 1}}
+        slots = [[i // 2 for i in range(14)], [0, 0, 1, 0, 2, 2, 4, 4, 4, 5, 0, 4, 1, 6],
+                 [0, 0, 0, 0, 4, 2, 4, 4, 4, 4, 0, 4, 0, 4]]
+        with db.write() as s:
+            run = SG.create_run(s, "evolution", config, 0, 8, "test")
+            for gen, row in enumerate(slots):
+                for slot, m in enumerate(row):
+                    s.add(MemberRow(run_id=run, generation=gen, slot=slot, version_id=vids[m], parent_slot=slot))
+            SG.set_run_status(s, run, "finished", done=8)
+    if locomotion:
+        results = []
+        for agent, strategy, late in (("loco-mlp@5", "none", 20.0), ("loco-mlp-track@5", "track", 21.0),
+                                      ("loco-mlp-meta@5", "meta", 60.0)):
+            for pair in ("back", "middle", "front"):
+                mean = [50.0, 45.0, 40.0, 35.0, 30.0, late, late]
+                results.append({"agent": agent, "arch": "mlp", "strategy": strategy, "pair": pair, "legs": [0, 1],
+                                "mean": mean, "ci95": [3.0] * 7, "returns": [], "seconds": 0.1})
+        with db.write() as s:
+            run = SG.create_run(s, "locomotion-eval", {"agents": ["loco-mlp", "loco-mlp-track", "loco-mlp-meta"],
+                                                       "repeats": 5, "pairs": ["back", "middle", "front"], "episodes": 7},
+                                11, len(results), "test")
+            SG.set_run_status(s, run, "finished", done=len(results), state={"results": results})
+    db.dispose()
+    return str(path)
+
+
+def test_the_report_draws_every_stored_experiment_with_computed_verdicts(cli, tmp_path):
+    db = make_db(tmp_path / "gen.sqlite")
+    out = tmp_path / "results"
+    code, stdout, err = cli("--db", db, "report", "--out", out, "--json")
+    assert code == 0, err
+    doc = json.loads(stdout)
+    keys = [p["key"] for p in doc["parts"]]
+    assert keys == ["fig3", "fig7", "top5", "nash", "fig8"]
+    status = {(p["key"], v["claim"]): v["status"] for p in doc["parts"] for v in p["verdicts"]}
+    assert status[("fig7", "meta-learners top every body x policy category")] == "agrees"
+    assert status[("fig3", "meta-updated policies are best by episodes 6-7")] == "agrees"
+    assert status[("fig3", "tracking does not improve on no adaptation")] == "agrees"
+    assert status[("fig8", "meta-learners end up dominating")] == "agrees"
+    text = (out / "report.md").read_text()
+    for heading in ("## Fig. 3", "## Fig. 7", "## Top-5 table", "## Beyond the paper: win-rate matrix", "## Fig. 8"):
+        assert heading in text
+    assert "sumo tournament --agents ant-lstm-meta@1," in text and "--matches 60 --rounds 5 --episodes 3" in text
+    assert "Nash averaging skill (95%)" in text and "Kendall's τ" in text
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert len(pngs) == 6 and all(0 < (out / p).stat().st_size < 200_000 for p in pngs)
+    for p in pngs:
+        assert f"]({p})" in text
+    assert doc["missing"] == []
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".results")]  # no staging left
+
+
+def test_the_report_prints_the_commands_for_what_is_missing(cli, tmp_path):
+    db = make_db(tmp_path / "gen.sqlite", evolution=False, locomotion=False)
+    out = tmp_path / "results"
+    code, _, err = cli("--db", db, "report", "--out", out)
+    assert code == 0, err
+    flat = " ".join(err.split())
+    assert "sumo eval locomotion loco-mlp loco-mlp-track loco-mlp-meta --repeats 50" in flat
+    assert "sumo evolve --copies 10 --generations 10 --matches 1000" in flat
+    assert "or a small version: sumo evolve --agents" in flat  # the database has the agents for a small one
+    text = (out / "report.md").read_text()
+    assert "## Not yet run" in text and "### Fig. 8: evolution of a population" in text
+    assert "sumo evolve --copies 10" in text
+
+
+def test_the_report_refuses_bad_input_and_writes_nothing(cli, tmp_path):
+    db = make_db(tmp_path / "gen.sqlite", tournament=False, evolution=False, locomotion=False)
+    code, _, err = cli("--db", db, "report", "--quick", "--out", tmp_path / "r")
+    assert code == 2 and "add --run" in err and not (tmp_path / "r").exists()
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep")
+    code, _, err = cli("--db", db, "report", "--out", other)
+    assert code == 2 and "holds other files" in " ".join(err.split())
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    code, _, err = cli("--db", db, "report", "--out", tmp_path / "r", "-j", "0")
+    assert code == 2 and "--workers" in err
+
+
+@pytest.mark.slow
+def test_report_run_quick_plays_small_experiments_on_the_shipped_agents(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("SUMO_POLICIES", str(REPO / "policies"))
+    db = tmp_path / "q.sqlite"
+    out = tmp_path / "results"
+    t0 = time.perf_counter()
+    code, stdout, err = cli("--db", db, "report", "--run", "--quick", "-j", "1", "--out", out, "--json")
+    assert code == 0, err
+    assert time.perf_counter() - t0 < 120
+    doc = json.loads(stdout)
+    keys = {p["key"] for p in doc["parts"]}
+    assert {"fig7", "top5", "nash", "fig8"} <= keys
+    assert [m["key"] for m in doc["missing"]] == ["fig3"]  # no locomotion agent ships
+    assert (out / "report.md").is_file()
+    # a second report reads the same runs and runs nothing more
+    code, stdout, err = cli("--db", db, "report", "--run", "--quick", "-j", "1", "--out", out, "--json")
+    assert code == 0 and "running" not in err, err
+    assert os.path.getsize(out / "report.md") > 1000
