@@ -78,6 +78,16 @@ def test_a_circle_is_found():
     assert G.nontransitive_cycles(p, np.ones((3, 3), bool), ["x", "y", "z"]) == ["x > y > z > x"]
 
 
+def test_the_learning_opponent_strides_from_a_third_of_its_history_to_its_last_version():
+    from sumo_cli.compete.experiment import opponent_versions
+
+    assert opponent_versions(list(range(1, 101)), 5) == [35, 51, 67, 83, 100]
+    # few stored versions: the highest not above the target, the lowest while none is
+    assert opponent_versions([120, 300, 600], 4) == [120, 300, 300, 600]
+    assert opponent_versions([10, 20], 3) == [10, 10, 20]
+    assert opponent_versions([7], 1) == [7]
+
+
 # ------------------------------------------------------------------------------ a generated database
 
 BODY_OF = {"ant": "ant", "bug": "bug", "spider": "spider"}
@@ -88,12 +98,14 @@ AGENTS = [("ant-lstm-meta", "ant", "lstm", "meta", 1.5), ("ant-lstm", "ant", "ls
           ("spider-mlp", "spider", "mlp", "none", -1.0)]
 
 
-def _game(rng, sa: float, sb: float, rounds: int, episodes: int) -> dict:
+def _game(rng, sa: float, sb: float, rounds: int, episodes: int, trend: float = 0.0) -> dict:
+    """A generated game: A wins each bout with the logistic of its strength lead, plus ``trend``
+    log-odds per round (adaptation over the game)."""
     from sumo_cli.compete.rules import game_outcome
 
-    pa = 1 / (1 + np.exp(sb - sa))
     rds = []
     for k in range(rounds):
+        pa = 1 / (1 + np.exp(sb - sa - trend * (k - rounds / 2)))
         eps = ["win" if rng.random() < pa else "loss" for _ in range(episodes)]
         wa, wb = eps.count("win"), eps.count("loss")
         rds.append({"index": k, "version_a": 1, "version_b": 1, "outcome": "a" if wa > wb else "b" if wb > wa else "draw",
@@ -105,9 +117,11 @@ def _game(rng, sa: float, sb: float, rounds: int, episodes: int) -> dict:
             "rounds_drawn": rounds - ra - rb, "rounds": rds, "timing": {}, "wall_seconds": 0.0}
 
 
-def make_db(path: Path, tournament: bool = True, evolution: bool = True, locomotion: bool = True) -> str:
-    """A database with generated results (no simulation): a tournament, an evolution and a
-    locomotion evaluation in which the meta-learners are the strongest."""
+def make_db(path: Path, tournament: bool = True, evolution: bool = True, locomotion: bool = True,
+            adaptation: bool = True, calibration: bool = True) -> str:
+    """A database with generated results (no simulation): a tournament, an evolution, a locomotion
+    evaluation, an adaptation experiment and a calibration, in which the meta-learners are the
+    strongest and adapt over a game while the others fall behind."""
     from sumo_cli.compete.schedule import random_pairs
     from sumo_cli.store import games as SG
     from sumo_cli.store import registry
@@ -157,6 +171,33 @@ def make_db(path: Path, tournament: bool = True, evolution: bool = True, locomot
                                                        "repeats": 5, "pairs": ["back", "middle", "front"], "episodes": 7},
                                 11, len(results), "test")
             SG.set_run_status(s, run, "finished", done=len(results), state={"results": results})
+    def player(i: int, strategy: str | None = None) -> dict:
+        m = members[i]
+        return {"name": m["name"], "agent": m["name"].split("@")[0], "body": m["body"], "arch": m["arch"],
+                "strategy": strategy or m["strategy"], "label": m["name"]}
+
+    def experiment(kind: str, cfg: dict, trend_of) -> None:  # noqa: ANN001
+        from sumo_cli.compete.experiment import layout
+
+        with db.write() as s:
+            run = SG.create_run(s, kind, cfg, 5, 0, "test")
+            for g in layout(cfg):
+                a, b = cfg["agents"][g["a"]], cfg["opponents"][g["b"]]
+                ia, ib = members.index(next(m for m in members if m["name"] == a["name"])), \
+                    members.index(next(m for m in members if m["name"] == b["name"]))
+                SG.record_game(s, _game(rng, 0.0, 0.0, cfg["rounds"], g["episodes"], trend_of(a)), vids[ia], vids[ib],
+                               code_version="test", mujoco_version="test", run_id=run, run_index=g["index"])
+            SG.set_run_status(s, run, "finished", done=len(layout(cfg)))
+
+    if adaptation:  # the meta-learner gains 0.25 log-odds a round, the other loses as much
+        cfg = {"kind": "adaptation", "agents": [player(0), player(1)], "opponents": [player(4), player(6)],
+               "rounds": 12, "episodes": [3], "repeats": 6, "physics": "fast", "start_fraction": 0.35}
+        experiment("adaptation", cfg, lambda a: 0.25 if a["strategy"] == "meta" else -0.25)
+    if calibration:  # equal bodies
+        ps = [player(1), player(5), player(6)]
+        cfg = {"kind": "calibration", "agents": ps, "opponents": ps, "rounds": 10, "episodes": [3], "repeats": 8,
+               "physics": "fast", "start_fraction": 0.35}
+        experiment("calibration", cfg, lambda a: 0.0)
     db.dispose()
     return str(path)
 
@@ -168,27 +209,32 @@ def test_the_report_draws_every_stored_experiment_with_computed_verdicts(cli, tm
     assert code == 0, err
     doc = json.loads(stdout)
     keys = [p["key"] for p in doc["parts"]]
-    assert keys == ["fig3", "fig7", "top5", "nash", "fig8"]
+    assert keys == ["fig3", "fig5", "fig7", "top5", "nash", "fig8", "calibration"]
     status = {(p["key"], v["claim"]): v["status"] for p in doc["parts"] for v in p["verdicts"]}
     assert status[("fig7", "meta-learners top every body x policy category")] == "agrees"
     assert status[("fig3", "meta-updated policies are best by episodes 6-7")] == "agrees"
     assert status[("fig3", "tracking does not improve on no adaptation")] == "agrees"
     assert status[("fig8", "meta-learners end up dominating")] == "agrees"
+    assert status[("fig5", "meta-learned adaptation improves its win rate over the game")] == "agrees"
+    assert status[("fig5", "the baselines' win rates deteriorate over the game")] == "agrees"
+    assert ("calibration", "the paper's densities balance the bodies here") in status
     text = (out / "report.md").read_text()
-    for heading in ("## Fig. 3", "## Fig. 7", "## Top-5 table", "## Beyond the paper: win-rate matrix", "## Fig. 8"):
+    for heading in ("## Fig. 3", "## Fig. 5", "## Fig. 7", "## Top-5 table", "## Beyond the paper: win-rate matrix",
+                    "## Fig. 8", "## Calibration of the bodies"):
         assert heading in text
     assert "sumo tournament --agents ant-lstm-meta@1," in text and "--matches 60 --rounds 5 --episodes 3" in text
     assert "Nash averaging skill (95%)" in text and "Kendall's τ" in text
     pngs = sorted(p.name for p in out.glob("*.png"))
-    assert len(pngs) == 6 and all(0 < (out / p).stat().st_size < 200_000 for p in pngs)
+    assert len(pngs) == 8 and all(0 < (out / p).stat().st_size < 200_000 for p in pngs)
     for p in pngs:
         assert f"]({p})" in text
-    assert doc["missing"] == []
+    assert [m["key"] for m in doc["missing"]] == ["fig6"]
+    assert "sumo experiment sample-complexity --agents" in doc["missing"][0]["command"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".results")]  # no staging left
 
 
 def test_the_report_prints_the_commands_for_what_is_missing(cli, tmp_path):
-    db = make_db(tmp_path / "gen.sqlite", evolution=False, locomotion=False)
+    db = make_db(tmp_path / "gen.sqlite", evolution=False, locomotion=False, adaptation=False, calibration=False)
     out = tmp_path / "results"
     code, _, err = cli("--db", db, "report", "--out", out)
     assert code == 0, err
@@ -202,7 +248,8 @@ def test_the_report_prints_the_commands_for_what_is_missing(cli, tmp_path):
 
 
 def test_the_report_refuses_bad_input_and_writes_nothing(cli, tmp_path):
-    db = make_db(tmp_path / "gen.sqlite", tournament=False, evolution=False, locomotion=False)
+    db = make_db(tmp_path / "gen.sqlite", tournament=False, evolution=False, locomotion=False, adaptation=False,
+                 calibration=False)
     code, _, err = cli("--db", db, "report", "--quick", "--out", tmp_path / "r")
     assert code == 2 and "add --run" in err and not (tmp_path / "r").exists()
     other = tmp_path / "mine"
@@ -226,7 +273,7 @@ def test_report_run_quick_plays_small_experiments_on_the_shipped_agents(cli, tmp
     assert time.perf_counter() - t0 < 120
     doc = json.loads(stdout)
     keys = {p["key"] for p in doc["parts"]}
-    assert {"fig7", "top5", "nash", "fig8"} <= keys
+    assert {"fig5", "fig6", "fig7", "top5", "nash", "fig8", "calibration"} <= keys
     assert [m["key"] for m in doc["missing"]] == ["fig3"]  # no locomotion agent ships
     assert (out / "report.md").is_file()
     # a second report reads the same runs and runs nothing more

@@ -16,6 +16,7 @@ from sumo_cli.cli import (
     eval_cmd,
     eval_sumo_cmd,
     evolve_cmd,
+    experiment_cmd,
     matches_cmd,
     play_cmd,
     render_cmd,
@@ -56,6 +57,7 @@ app.add_typer(runs_cmd.app, name="runs")
 app.command("tournament")(tournament_cmd.tournament)
 app.command("train")(train_cmd.train)
 app.command("evolve")(evolve_cmd.evolve)
+app.add_typer(experiment_cmd.app, name="experiment")
 app.command("render")(render_cmd.render)
 app.command("report")(report_cmd.report)
 eval_cmd.app.command("sumo")(eval_sumo_cmd.sumo_curve)

@@ -32,6 +32,7 @@ def inventory(db) -> dict:  # noqa: ANN001
         return {"tournament": store_reports.runs_of_kind(s, "tournament"),
                 "evolution": store_reports.runs_of_kind(s, "evolution"),
                 "locomotion-eval": store_reports.runs_of_kind(s, "locomotion-eval"),
+                **{kind: store_reports.runs_of_kind(s, kind) for kind in ("adaptation", "sample-complexity", "calibration")},
                 "catalogue": store_reports.agent_catalogue(s)}
 
 
@@ -44,6 +45,9 @@ def present(inv: dict) -> set[str]:
         have |= {"fig7", "top5", "nash"}
     if any(r["done"] >= r["config"].get("matches", 1) for r in inv["evolution"]):
         have.add("fig8")
+    for kind, key in (("adaptation", "fig5"), ("sample-complexity", "fig6"), ("calibration", "calibration")):
+        if any(r["done"] >= 1 for r in inv[kind]):
+            have.add(key)
     return have
 
 
@@ -73,6 +77,16 @@ def build(db, out: Path, workers: int | None = None, say: Callable[[str], None] 
         if sec is not None:
             sections.append(sec)
             say(f"evolution run {run['id']}: Fig. 8")
+    from sumo_cli.report import adaptation as AD
+    from sumo_cli.report import calibration as CA
+
+    for kind, draw, what in (("adaptation", AD.fig5, "Fig. 5"), ("sample-complexity", AD.fig6, "Fig. 6"),
+                             ("calibration", CA.section, "the calibration table")):
+        for run in inv[kind]:
+            sec = draw(db, run, out) if run["done"] >= 1 else None
+            if sec is not None:
+                sections.append(sec)
+                say(f"{kind} run {run['id']}: {what}")
     sections.sort(key=lambda sec: (ORDER.index(sec.key), sec.runs))
     have = {sec.key for sec in sections}
     return Report(sections, X.missing(catalogue, have, workers), db.display_url)

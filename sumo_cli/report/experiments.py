@@ -20,6 +20,15 @@ QUICK_EVOLUTION = {"agents": 6, "copies": 2, "generations": 3, "matches": 6, "ro
                    "physics": "fast"}
 #: The quick locomotion evaluation: repeats of the 7-episode sequence per agent and pair.
 QUICK_LOCOMOTION_REPEATS = 3
+#: The quick Fig. 5: one LSTM agent without and with tracking against the LSTMs of the other bodies,
+#: games of these many rounds x bouts, repeated.
+QUICK_ADAPTATION = {"rounds": 4, "episodes": 1, "repeats": 3, "physics": "fast"}
+#: The quick Fig. 6: the same pair of agents against one learning opponent, two numbers of bouts a round.
+QUICK_SAMPLE = {"rounds": 4, "episodes": "1,3", "repeats": 2, "physics": "fast"}
+#: The quick calibration: one agent of each body, every cross-body pair this many times.
+QUICK_CALIBRATION = {"rounds": 3, "episodes": 1, "repeats": 2, "physics": "fast"}
+#: The paper's pre-trained learning opponents and calibration agents: an LSTM of each body.
+PAPER_OPPONENTS = ("ant-lstm", "bug-lstm", "spider-lstm")
 #: The paper's locomotion agents: the MLP policy without adaptation, with tracking, meta-learned.
 PAPER_LOCOMOTION = ("loco-mlp", "loco-mlp-track", "loco-mlp-meta")
 
@@ -39,6 +48,21 @@ def sumo_agents(catalogue: list[dict], limit: int) -> list[str]:
                 a = q.pop(0)
                 picked.append(f"{a['name']}@{a['plays']}")
     return picked
+
+
+def _focus(catalogue: list[dict]) -> tuple[str | None, list[str], list[str]]:
+    """For the quick game experiments: an LSTM agent (the first body's canonical one if stored),
+    the LSTMs of the other bodies as its learning opponents, and one agent of each body."""
+    sumo = [a for a in catalogue if a["body"] in names.BODIES]
+    by_body: dict[str, list[dict]] = {}
+    for a in sorted(sumo, key=lambda a: (a["arch"] != "lstm", a["name"] != f"{a['body']}-lstm", a["name"])):
+        by_body.setdefault(a["body"], []).append(a)
+    bodies = [b for b in names.BODIES if b in by_body]
+    if not bodies:
+        return None, [], []
+    focus = by_body[bodies[0]][0]
+    opponents = [by_body[b][0]["name"] for b in bodies[1:]]
+    return focus["name"], opponents, [by_body[b][0]["name"] for b in bodies]
 
 
 def _tail(workers: int | None) -> str:
@@ -67,6 +91,30 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
         out.append(Missing("fig7", "Fig. 7, the top-5 table and the win-rate matrix with Nash averaging",
                            TO.FIG7_FINDING, "no tournament with a rated game is stored",
                            "sumo tournament --matches 1000 --rounds 100 --episodes 3 --seed 0" + _tail(workers), quick))
+    focus, opponents, one_each = _focus(catalogue)
+    everyone = ",".join(names.all_combination_names())
+    paper_opps = ",".join(PAPER_OPPONENTS)
+    from sumo_cli.report import adaptation as AD
+    from sumo_cli.report import calibration as CA
+
+    if "fig5" not in have:
+        q = QUICK_ADAPTATION
+        quick = (f"sumo experiment adaptation --agents {focus},{focus}:track --opponents {','.join(opponents)} "
+                 f"--rounds {q['rounds']} --episodes {q['episodes']} --repeats {q['repeats']} --physics {q['physics']} "
+                 "--seed 0" + _tail(workers)) if focus and opponents else None
+        out.append(Missing("fig5", "Fig. 5: adaptation against learning opponents", AD.FIG5_FINDING,
+                           "no `sumo experiment adaptation` run is stored",
+                           f"sumo experiment adaptation --agents {everyone} --opponents {paper_opps} --rounds 100 "
+                           "--episodes 3 --repeats 100 --seed 0" + _tail(workers), quick))
+    if "fig6" not in have:
+        q = QUICK_SAMPLE
+        quick = (f"sumo experiment sample-complexity --agents {focus},{focus}:track --opponents {opponents[-1]} "
+                 f"--episodes {q['episodes']} --rounds {q['rounds']} --repeats {q['repeats']} --physics {q['physics']} "
+                 "--seed 0" + _tail(workers)) if focus and opponents else None
+        out.append(Missing("fig6", "Fig. 6: sample complexity", AD.FIG6_FINDING,
+                           "no `sumo experiment sample-complexity` run is stored",
+                           f"sumo experiment sample-complexity --agents {everyone} --opponents {paper_opps} "
+                           "--episodes 3,10,25,50,75,90 --rounds 100 --repeats 20 --seed 0" + _tail(workers), quick))
     if "fig8" not in have:
         q = QUICK_EVOLUTION
         base = sumo_agents(catalogue, q["agents"])
@@ -76,4 +124,13 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
         out.append(Missing("fig8", "Fig. 8: evolution of a population", EV.FINDING,
                            "no evolution with a finished generation is stored",
                            "sumo evolve --copies 10 --generations 10 --matches 1000 --seed 0" + _tail(workers), quick))
+    if "calibration" not in have:
+        q = QUICK_CALIBRATION
+        quick = (f"sumo experiment calibration --agents {','.join(one_each)} --rounds {q['rounds']} "
+                 f"--episodes {q['episodes']} --repeats {q['repeats']} --physics {q['physics']} --seed 0"
+                 + _tail(workers)) if len(one_each) >= 2 else None
+        out.append(Missing("calibration", "Calibration of the bodies", CA.FINDING,
+                           "no `sumo experiment calibration` run is stored",
+                           f"sumo experiment calibration --agents {paper_opps} --rounds 100 --episodes 3 --repeats 20 "
+                           "--seed 0" + _tail(workers), quick))
     return out

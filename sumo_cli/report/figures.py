@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from matplotlib.ticker import MaxNLocator
+
 from sumo_cli.report.plots import _pyplot, _save
 
 #: The paper's seven combinations, in its order, each with a colour that stays the same in every figure.
@@ -128,4 +130,79 @@ def population_shares(history: list[dict], path: str | Path, title: str) -> Path
         ax.set_title(f"by {key}", fontsize=9)
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle(title, fontsize=10)
+    return _save(plt, fig, path)
+
+
+def _agent_style(agents: list[dict]) -> dict[int, dict]:
+    """Colour by strategy, line style by architecture, so agents of one strategy read as a family."""
+    styles = {}
+    for i, a in enumerate(agents):
+        styles[i] = {"color": colour(a["strategy"], STRATEGY_COLOURS, i), "ls": "-" if a["arch"] == "lstm" else "--"}
+    return styles
+
+
+def adaptation_curves(curves: dict, agents: list[dict], opponents: list[dict], path: str | Path, title: str) -> Path:
+    """Fig. 5: ``curves[(agent, opponent)] = (mean, low, high, versions met)`` per round; one panel
+    per opponent."""
+    plt = _pyplot()
+    opps = sorted({j for _, j in curves})
+    fig, axes = plt.subplots(1, len(opps), figsize=(4.3 * len(opps) + 1.5, 3.8), dpi=DPI, sharey=True, squeeze=False)
+    style = _agent_style(agents)
+    for ax, j in zip(axes[0], opps):
+        met = sorted({v for (i, jj), c in curves.items() if jj == j for v in c[3]})
+        for (i, jj), (m, lo, hi, _) in sorted(curves.items()):
+            if jj != j:
+                continue
+            k = np.arange(1, len(m) + 1)
+            ax.plot(k, m, color=style[i]["color"], ls=style[i]["ls"], lw=1.5, label=agents[i]["label"])
+            ax.fill_between(k, lo, hi, color=style[i]["color"], alpha=0.15, lw=0)
+        name = opponents[j]["label"].split("@")[0]
+        ax.set_title(f"vs learning {name} (v{met[0]}→v{met[-1]})", fontsize=9)
+        ax.set_xlabel("round")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(-0.02, 1.02)
+        ax.axhline(0.5, color="0.6", lw=0.8, ls=":")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("win rate (share of bouts won)")
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle(title, fontsize=10)
+    return _save(plt, fig, path)
+
+
+def sample_complexity(points: dict[int, list[tuple]], agents: list[dict], path: str | Path, title: str) -> Path:
+    """Fig. 6: ``points[agent] = [(episodes, mean, low, high, games)]``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.8, 3.9), dpi=DPI)
+    style = _agent_style(agents)
+    for i, pts in sorted(points.items()):
+        e = np.array([p[0] for p in pts], dtype=float)
+        m, lo, hi = (np.array([p[k] for p in pts]) for k in (1, 2, 3))
+        ax.errorbar(e, m, yerr=[m - lo, hi - m], color=style[i]["color"], ls=style[i]["ls"], marker="o", ms=4,
+                    capsize=3, label=agents[i]["label"])
+    ax.set_xlabel("episodes per round")
+    ax.set_xticks(sorted({p[0] for pts in points.values() for p in pts}))
+    ax.set_ylabel("win rate, last rounds (share of bouts)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.axhline(0.5, color="0.6", lw=0.8, ls=":")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.set_title(title, fontsize=9)
+    return _save(plt, fig, path)
+
+
+def calibration_bars(rows: list[dict], path: str | Path, title: str) -> Path:
+    """Cross-body win rates of the first body with 95% intervals, 50% marked."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.0, 3.4), dpi=DPI)
+    y = np.arange(len(rows))
+    for k, r in enumerate(rows):
+        ax.errorbar(r["rate"], k, xerr=[[r["rate"] - r["low"]], [r["high"] - r["rate"]]], fmt="o", capsize=4,
+                    color=BODY_COLOURS.get(r["first"], "black"))
+    ax.axvline(0.5, color="0.4", ls=":", lw=1)
+    ax.set_yticks(y, [f"{r['first']} vs {r['second']}" for r in rows])
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel("share of bouts won by the first body (draws half), 95% interval")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title, fontsize=9)
     return _save(plt, fig, path)

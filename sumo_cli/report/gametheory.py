@@ -127,11 +127,19 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     return float(tau) if np.isfinite(tau) else 0.0
 
 
-def nontransitive_cycles(p_win: np.ndarray, observed: np.ndarray, names: list[str], limit: int = 5) -> list[str]:
+#: Bouts a pair must have played for its majority to count as one side beating the other in a circle.
+MIN_CYCLE_BOUTS = 10
+
+
+def nontransitive_cycles(p_win: np.ndarray, observed: np.ndarray, names: list[str], limit: int = 5,
+                         bouts: np.ndarray | None = None, min_bouts: float = MIN_CYCLE_BOUTS) -> list[str]:
     """Up to ``limit`` observed triples where i beats j, j beats k and k beats i (each by the
-    majority of their bouts), strongest first (by the smallest of the three margins)."""
+    majority of their bouts, and, given ``bouts``, over at least ``min_bouts`` of them), strongest
+    first (by the smallest of the three margins)."""
     n = len(names)
     beats = (p_win > 0.5) & observed
+    if bouts is not None:
+        beats &= bouts >= min_bouts
     found = []
     for i in range(n):
         for j in np.flatnonzero(beats[i]):

@@ -18,6 +18,8 @@ from sumo_cli.report.section import Figure, Section, md_table, verdict
 NASH_BOOTSTRAP = 40
 #: Agents per architecture in the top table (the paper: top 5 of MLP and of LSTM).
 TOP = 5
+#: Kendall's tau between TrueSkill's and Nash averaging's orders from which they count as alike.
+TAU_ALIKE = 0.8
 #: Agents in the a-priori heatmap.
 HEATMAP_TOP = 10
 
@@ -174,8 +176,9 @@ def _nash(db, run: dict, rows: list[dict], out: Path, stem: str) -> tuple[list[s
         lines.append("TrueSkill and Nash averaging order the agents alike (no agent moves by two ranks or more).")
     support = [members[i] for i in np.argsort(-nash["weights"]) if nash["weights"][i] > 1e-3]
     lines.append(f"The Nash mixture's support ({len(support)} of {n} agents): {', '.join(support)}.")
-    cycles = G.nontransitive_cycles(p, observed, members)
-    lines.append("Circles of pairs that met (each beat the next in most of their bouts): "
+    cycles = G.nontransitive_cycles(p, observed, members, bouts=bouts)
+    lines.append(f"Circles of pairs that met over at least {G.MIN_CYCLE_BOUTS} bouts (each beat the next in most of "
+                 "their bouts): "
                  + ("; ".join(cycles) if cycles else "none") + ".")
     stats = {"tau_trueskill_nash": tau_ts, "moved": len(moved), "cycles": len(cycles), "support": len(support)}
     return lines, figs, stats
@@ -218,8 +221,10 @@ def sections(db, run: dict, out: Path) -> list[Section]:  # noqa: ANN001
                    NASH_FINDING, runs=[run["id"]], commands=cmd, beyond=True)
     lines, figs, stats = _nash(db, run, rows, out, stem)
     nash.body, nash.figures = lines, figs
+    tau = stats["tau_trueskill_nash"]
+    holds = False if stats["cycles"] else True if tau >= TAU_ALIKE else None
     nash.verdicts.append(verdict(
-        "one number per agent (TrueSkill's assumption) describes this tournament", stats["cycles"] == 0 and stats["moved"] == 0,
-        f"{stats['cycles']} circles among pairs that met; {stats['moved']} agents move by two ranks or more between "
-        f"TrueSkill and Nash averaging (τ = {stats['tau_trueskill_nash']:.2f})"))
+        "one number per agent (TrueSkill's assumption) describes this tournament", holds,
+        f"{stats['cycles']} well-measured circles; {stats['moved']} agents move by two ranks or more between "
+        f"TrueSkill and Nash averaging (Kendall's τ = {tau:.2f}; alike from {TAU_ALIKE})"))
     return [fig7, top5, nash]
