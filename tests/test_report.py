@@ -280,3 +280,20 @@ def test_report_run_quick_plays_small_experiments_on_the_shipped_agents(cli, tmp
     code, stdout, err = cli("--db", db, "report", "--run", "--quick", "-j", "1", "--out", out, "--json")
     assert code == 0 and "running" not in err, err
     assert os.path.getsize(out / "report.md") > 1000
+
+
+def test_experiment_commands_refuse_bad_input_in_one_sentence_and_write_nothing(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("SUMO_POLICIES", str(REPO / "policies"))
+    db = tmp_path / "e.sqlite"
+    cases = [(("adaptation", "--agents", "ant-lstm:fly"), "strategy after ':'"),
+             (("adaptation", "--agents", "ant-lstm,ant-lstm"), "same player twice"),
+             (("adaptation",), "--agents"),
+             (("adaptation", "--agents", "ant-lstm", "--rounds", "0"), "--rounds must be at least 1"),
+             (("sample-complexity", "--agents", "ant-lstm", "--episodes", "3,x"), "whole numbers"),
+             (("calibration", "--agents", "ant-lstm,ant-mlp"), "at least two bodies"),
+             (("adaptation", "--resume", "99"), "no run with id 99")]
+    for args, words in cases:
+        code, _, err = cli("--db", db, "experiment", *args)
+        assert code == 2 and words in " ".join(err.split()), (args, err)
+    code, out, err = cli("--db", db, "runs", "--json")
+    assert code == 0 and json.loads(out) == [], out

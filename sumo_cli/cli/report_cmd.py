@@ -35,6 +35,7 @@ def report(
         raise UserError("--quick sizes what --run runs; add --run (or leave --quick out to only render)")
     if workers is not None and workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
+    shown = str(out)  # as given, for the command the report names
     out = out.expanduser().resolve()
     render.check_out(out)
     db = open_db(ctx)
@@ -47,8 +48,7 @@ def report(
     try:
         report_ = B.build(db, tmp, workers, say=(lambda line: None) if json_out else
                           (lambda line: err_console.print(line, highlight=False)))
-        given = " ".join(shlex.quote(a) for a in ("--out", str(out)))
-        path = render.write(report_, tmp, out, f"sumo report {given}")
+        path = render.write(report_, tmp, out, f"sumo report --out {shlex.quote(shown)}")
     finally:
         import shutil
 

@@ -203,7 +203,7 @@ class ExperimentRunner:
             return store_games.run_outcomes(s, self.run_id)
 
     def run(self, executor, on_game: Callable[[int], None] | None = None,  # noqa: ANN001
-            on_progress: Callable[[float, float], None] | None = None, per_job: int = 4) -> None:
+            on_progress: Callable[[float, float], None] | None = None, per_job: int = 1) -> None:
         from sumo_cli.compete.play import mujoco_version
         from sumo_cli.compete.tournament import each_game
 
