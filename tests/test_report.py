@@ -71,6 +71,10 @@ def test_the_win_rate_matrix_is_antisymmetric_and_fills_unmet_pairs_from_bradley
     a = G.log_odds(p)
     assert np.allclose(a, -a.T)
     assert G.nontransitive_cycles(p, observed, ["x", "y", "z"]) == []
+    # a circle whose majorities are a coin's noise is not one
+    pw = np.array([[0.5, 0.55, 0.45], [0.45, 0.5, 0.55], [0.55, 0.45, 0.5]])
+    w = pw * 20
+    assert G.nontransitive_cycles(pw, np.ones((3, 3), bool), ["x", "y", "z"], wins=w, bouts=np.full((3, 3), 20.0)) == []
 
 
 def test_a_circle_is_found():

@@ -56,24 +56,47 @@ def trueskill_by_category(rows: list[dict], path: str | Path, title: str) -> Pat
     return _save(plt, fig, path)
 
 
-def win_rate_matrix(p: np.ndarray, observed: np.ndarray, names: list[str], path: str | Path, title: str) -> Path:
-    """The empirical P(row beats column) over bouts; cells of pairs that never met are hatched
-    and show the Bradley-Terry prediction."""
+#: Agents up to which the win-rate matrix names every agent and writes every cell's value (24).
+MATRIX_NAMED = 40
+MATRIX_VALUES = 24
+
+
+def win_rate_matrix(p: np.ndarray, observed: np.ndarray, names: list[str], path: str | Path, groups: list[str],
+                    title: str) -> Path:
+    """The empirical P(row beats column) over bouts; pairs that never met show the Bradley-Terry
+    prediction, hatched (pale above MATRIX_NAMED agents, where the agents are named by their
+    ``groups``, consecutive runs of which are outlined)."""
     plt = _pyplot()
     n = len(names)
-    size = max(4.5, 1.6 + 0.34 * n)
-    fig, ax = plt.subplots(figsize=(size + 1.0, size), dpi=DPI)
-    im = ax.imshow(p, vmin=0, vmax=1, cmap="RdBu_r")
-    for i in range(n):
-        for j in range(n):
-            if i != j and not observed[i, j]:
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.5", lw=0))
-            if n <= 24 and i != j:
-                ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=6 if n > 12 else 7,
-                        color="white" if abs(p[i, j] - 0.5) > 0.35 else "black")
-    fs = 7 if n <= 30 else 5
-    ax.set_xticks(range(n), names, rotation=90, fontsize=fs)
-    ax.set_yticks(range(n), names, fontsize=fs)
+    size = min(11.0, max(4.5, 1.6 + 0.34 * n))
+    fig, ax = plt.subplots(figsize=(size + 1.2, size), dpi=DPI)
+    im = ax.imshow(p, vmin=0, vmax=1, cmap="RdBu_r", interpolation="nearest")
+    if n <= MATRIX_NAMED:
+        for i in range(n):
+            for j in range(n):
+                if i != j and not observed[i, j]:
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.5", lw=0))
+                if n <= MATRIX_VALUES and i != j:
+                    ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=6 if n > 12 else 7,
+                            color="white" if abs(p[i, j] - 0.5) > 0.35 else "black")
+        fs = 7 if n <= 30 else 5
+        ax.set_xticks(range(n), names, rotation=90, fontsize=fs)
+        ax.set_yticks(range(n), names, fontsize=fs)
+    else:
+        pale = np.zeros((n, n, 4))
+        pale[..., :3] = 1.0
+        pale[..., 3] = np.where(observed | np.eye(n, dtype=bool), 0.0, 0.6)
+        ax.imshow(pale, interpolation="nearest")
+        starts = [0] + [k for k in range(1, n) if groups[k] != groups[k - 1]] + [n]
+        for a, b in zip(starts[:-1], starts[1:]):
+            ax.add_patch(plt.Rectangle((a - 0.5, a - 0.5), b - a, b - a, fill=False, edgecolor="black", lw=0.8))
+        mids = [(a + b - 1) / 2 for a, b in zip(starts[:-1], starts[1:])]
+        labels = [groups[a] for a in starts[:-1]]
+        ax.set_xticks(mids, labels, rotation=90, fontsize=6)
+        ax.set_yticks(mids, labels, fontsize=6)
+        for k in starts[1:-1]:
+            ax.axhline(k - 0.5, color="0.3", lw=0.3)
+            ax.axvline(k - 0.5, color="0.3", lw=0.3)
     ax.set_xlabel("column agent")
     ax.set_ylabel("row agent")
     ax.set_title(title, fontsize=9)
@@ -90,10 +113,10 @@ def rank_comparison(names: list[str], bodies: list[str], rankings: dict[str, np.
     n = len(names)
     keys = list(rankings)
     fs = 7 if n <= 30 else 5
-    fig, ax = plt.subplots(figsize=(8.0, max(3.8, 1.4 + (0.26 if n <= 30 else 0.12) * n)), dpi=DPI)
+    fig, ax = plt.subplots(figsize=(8.0, min(9.0, max(3.8, 1.4 + 0.26 * n))), dpi=DPI)
     for i in range(n):
         ys = [rankings[k][i] for k in keys]
-        ax.plot(range(len(keys)), ys, marker="o", ms=3 if n > 30 else 4, lw=1,
+        ax.plot(range(len(keys)), ys, marker="o" if n <= 30 else None, ms=4, lw=1 if n <= 30 else 0.7,
                 color=BODY_COLOURS.get(bodies[i], "black"), alpha=0.8)
         if n <= 30 or min(ys) <= label_top:
             ax.text(-0.06, ys[0], names[i], ha="right", va="center", fontsize=fs)

@@ -127,19 +127,23 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     return float(tau) if np.isfinite(tau) else 0.0
 
 
-#: Bouts a pair must have played for its majority to count as one side beating the other in a circle.
-MIN_CYCLE_BOUTS = 10
+#: One-sided normal quantile a pair's bout record must clear for one side to count as beating the
+#: other in a circle: (wins - n/2) / sqrt(n/4) > CYCLE_Z, i.e. the majority is not a coin's noise.
+CYCLE_Z = 1.959963984540054
 
 
 def nontransitive_cycles(p_win: np.ndarray, observed: np.ndarray, names: list[str], limit: int = 5,
-                         bouts: np.ndarray | None = None, min_bouts: float = MIN_CYCLE_BOUTS) -> list[str]:
+                         wins: np.ndarray | None = None, bouts: np.ndarray | None = None,
+                         z: float = CYCLE_Z) -> list[str]:
     """Up to ``limit`` observed triples where i beats j, j beats k and k beats i (each by the
-    majority of their bouts, and, given ``bouts``, over at least ``min_bouts`` of them), strongest
-    first (by the smallest of the three margins)."""
+    majority of their bouts; given ``wins`` and ``bouts``, by a majority beyond ``z`` standard
+    errors of a fair coin), strongest first (by the smallest of the three margins)."""
     n = len(names)
     beats = (p_win > 0.5) & observed
-    if bouts is not None:
-        beats &= bouts >= min_bouts
+    if wins is not None and bouts is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = (wins - bouts / 2) / np.sqrt(bouts / 4)
+        beats &= np.nan_to_num(score, nan=0.0) > z
     found = []
     for i in range(n):
         for j in np.flatnonzero(beats[i]):

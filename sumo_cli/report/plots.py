@@ -16,12 +16,23 @@ def _pyplot():
     return plt
 
 
+#: A PNG larger than this is re-saved with a 256-colour palette (figures with many antialiased lines
+#: or cells), which keeps it legible at a fraction of the size.
+MAX_PNG_BYTES = 200_000
+
+
 def _save(plt, fig, path: str | Path) -> Path:  # noqa: ANN001
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
+    if path.suffix.lower() == ".png" and path.stat().st_size > MAX_PNG_BYTES:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            small = im.convert("RGB").quantize(256, dither=Image.Dither.NONE)
+        small.save(path, optimize=True)
     return path
 
 

@@ -133,14 +133,21 @@ def _nash(db, run: dict, rows: list[dict], out: Path, stem: str) -> tuple[list[s
     bt = np.array([by_name[m].get("bradley_terry", {}).get("strength", 0.0) for m in members])
     rk = {"TrueSkill μ": G.ranks(mu), "Bradley-Terry": G.ranks(bt), "Nash averaging": G.ranks(nash["skill"])}
     order = np.lexsort((-mu, -nash["skill"]))
+    if n > F.MATRIX_NAMED:  # too many to name: grouped by body and combination, best first within
+        combos = list(F.COMBINATION_COLOURS)
+        key = [(list(F.BODY_COLOURS).index(by_name[m]["body"]) if by_name[m]["body"] in F.BODY_COLOURS else 9,
+                combos.index(_combo(by_name[m])) if _combo(by_name[m]) in combos else 99) for m in members]
+        order = np.array(sorted(range(n), key=lambda i: (*key[i], -nash["skill"][i])))
     names = [members[i] for i in order]
     figs = []
     matrix_file = f"{stem}-win-rates.png"
     F.win_rate_matrix(p[np.ix_(order, order)], observed[np.ix_(order, order)], names, out / matrix_file,
+                      [f"{by_name[m]['body']} {_combo(by_name[m])}" for m in names],
                       f"tournament run {run['id']}: P(row beats column) over {int(bouts.sum() / 2)} bouts")
     figs.append(Figure(matrix_file, f"Empirical share of bouts won by the row agent (draws count half; "
-                                    f"{G.PRIOR_BOUTS:g} virtual bouts per pair), agents in Nash-averaging order; "
-                                    "hatched cells: pairs that never met, filled by Bradley-Terry."))
+                                    f"{G.PRIOR_BOUTS:g} virtual bouts per pair), agents in "
+                                    + ("Nash-averaging order" if n <= F.MATRIX_NAMED else "groups of body and combination")
+                                    + "; hatched (pale) cells: pairs that never met, filled by Bradley-Terry."))
     rank_file = f"{stem}-ranks.png"
     F.rank_comparison(members, [by_name[m]["body"] for m in members], rk, out / rank_file,
                       f"tournament run {run['id']}: rank of each agent under three ratings")
@@ -176,9 +183,8 @@ def _nash(db, run: dict, rows: list[dict], out: Path, stem: str) -> tuple[list[s
         lines.append("TrueSkill and Nash averaging order the agents alike (no agent moves by two ranks or more).")
     support = [members[i] for i in np.argsort(-nash["weights"]) if nash["weights"][i] > 1e-3]
     lines.append(f"The Nash mixture's support ({len(support)} of {n} agents): {', '.join(support)}.")
-    cycles = G.nontransitive_cycles(p, observed, members, bouts=bouts)
-    lines.append(f"Circles of pairs that met over at least {G.MIN_CYCLE_BOUTS} bouts (each beat the next in most of "
-                 "their bouts): "
+    cycles = G.nontransitive_cycles(p, observed, members, wins=wins, bouts=bouts)
+    lines.append("Circles among pairs that met, each beating the next by more than a fair coin's 95% noise: "
                  + ("; ".join(cycles) if cycles else "none") + ".")
     stats = {"tau_trueskill_nash": tau_ts, "moved": len(moved), "cycles": len(cycles), "support": len(support)}
     return lines, figs, stats
