@@ -97,8 +97,7 @@ def adaptation(
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
 ) -> None:
-    """Fig. 5: each agent against each learning opponent, whose version grows from 0.35 K to its
-    highest K over the game; win rate per round over --repeats games."""
+    """Fig. 5: each agent against each learning opponent (its version strides from 0.35 K to K over the game)."""
     _game_experiment(ctx, "adaptation", agents, opponents, rounds, [episodes], repeats, physics, seed, workers,
                      address, resume, json_out)
 
@@ -120,8 +119,7 @@ def sample_complexity(
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
 ) -> None:
-    """Fig. 6: the adaptation experiment with several numbers of episodes per round; the report
-    measures the win rate over the last 25 rounds."""
+    """Fig. 6: the adaptation experiment at several numbers of episodes per round (win rate over the last 25 rounds)."""
     from sumo_cli.errors import UserError
 
     try:
@@ -150,8 +148,7 @@ def calibration(
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
 ) -> None:
-    """The paper's calibration: agents of different bodies play each other without adaptation; the
-    report gives the cross-body win rates and the body densities that would bring them near 50%."""
+    """Calibration: agents of different bodies play each other without adaptation (cross-body win rates, densities)."""
     _game_experiment(ctx, "calibration", agents or PAPER_OPPONENTS, None, rounds, [episodes], repeats, physics, seed,
                      workers, address, resume, json_out)
 

@@ -25,9 +25,9 @@ def report(
     workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games of what --run runs (default: all cores)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report's path, parts and what is missing as JSON."),
 ) -> None:
-    """Render every experiment the database holds (the paper's Figs. 3, 7, 8, the top-5 table, and a
-    Nash-averaging ranking beyond the paper) into OUT/report.md with PNG figures; print the
-    command of each experiment it holds nothing of."""
+    """Render every experiment the database holds into OUT/report.md with PNGs; print the command of each missing one.
+
+    Parts: Figs. 3, 5, 6, 7, 8, the top-5 and calibration tables; beyond the paper, Nash averaging of each tournament."""
     from sumo_cli.errors import UserError
     from sumo_cli.report import render
 
