@@ -301,3 +301,42 @@ def test_experiment_commands_refuse_bad_input_in_one_sentence_and_write_nothing(
         assert code == 2 and words in " ".join(err.split()), (args, err)
     code, out, err = cli("--db", db, "runs", "--json")
     assert code == 0 and json.loads(out) == [], out
+
+
+def test_ctrl_c_during_report_run_exits_130_with_the_resume_command_and_writes_no_report(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from sqlalchemy import create_engine, text
+
+    db, out = tmp_path / "c.sqlite", tmp_path / "results"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", "SUMO_POLICIES": str(REPO / "policies"),
+           "PYTHONPATH": str(REPO)}
+    env.pop("SUMO_DB", None)
+    proc = subprocess.Popen([sys.executable, "-m", "sumo_cli", "--db", str(db), "report", "--run", "--quick", "-j", "1",
+                             "--out", str(out)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+    def stored() -> int:
+        engine = create_engine(f"sqlite:///{db}")
+        try:
+            with engine.connect() as conn:
+                return conn.execute(text("SELECT count(*) FROM matches")).scalar()
+        except Exception:  # noqa: BLE001 - not created yet
+            return 0
+        finally:
+            engine.dispose()
+
+    deadline = time.time() + 120
+    while stored() < 2 and time.time() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    flat = " ".join(err.split())
+    assert "Resume with: sumo --db" in flat and "tournament --resume 1" in flat, err
+    assert "the report was not written" in flat
+    assert not out.exists() and not list(tmp_path.glob(".results*"))
