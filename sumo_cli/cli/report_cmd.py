@@ -85,8 +85,11 @@ def _run_missing(ctx: typer.Context, db, quick: bool, workers: Optional[int]) ->
         if cmd is None:
             err_console.print(f"skipped {m.title}: {m.why}", highlight=False, soft_wrap=True)
             continue
-        err_console.print(f"[bold]running[/] {m.title}: {cmd}", highlight=False, soft_wrap=True)
-        code = app(["--db", url, *shlex.split(cmd)[1:]], prog_name="sumo", standalone_mode=False)
+        for one in cmd.split(" && "):
+            err_console.print(f"[bold]running[/] {m.title}: {one}", highlight=False, soft_wrap=True)
+            code = app(["--db", url, *shlex.split(one)[1:]], prog_name="sumo", standalone_mode=False)
+            if code:
+                break
         if code:
             if code == 130:
                 err_console.print("the report was not written; when the run above is finished, run "

@@ -29,6 +29,10 @@ QUICK_SAMPLE = {"rounds": 4, "episodes": "1,3", "repeats": 2, "physics": "fast"}
 QUICK_CALIBRATION = {"rounds": 3, "episodes": 1, "repeats": 2, "physics": "fast"}
 #: The paper's pre-trained learning opponents and calibration agents: an LSTM of each body.
 PAPER_OPPONENTS = ("ant-lstm", "bug-lstm", "spider-lstm")
+#: The quick Fig. 3 on a database without locomotion agents: toy ones (the paper's three strategies)
+#: trained for a few seconds each, named with this prefix so they never take the paper's names.
+QUICK_LOCOMOTION_TRAIN = {"iterations": 2, "envs": 2, "horizon": 20, "hidden": 16}
+QUICK_LOCOMOTION_PREFIX = "toy-"
 #: The paper's locomotion agents: the MLP policy without adaptation, with tracking, meta-learned.
 PAPER_LOCOMOTION = ("loco-mlp", "loco-mlp-track", "loco-mlp-meta")
 
@@ -75,12 +79,19 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
     out: list[Missing] = []
     if "fig3" not in have:
         loco = [a["name"] for a in catalogue if a["body"] == names.LOCOMOTION]
-        quick = (f"sumo eval locomotion {' '.join(loco)} --repeats {QUICK_LOCOMOTION_REPEATS} --seed 0"
-                 if loco else None)
+        q = QUICK_LOCOMOTION_TRAIN
+        train = [] if loco else [
+            f"sumo train --env locomotion --arch mlp --strategy {st} --name {QUICK_LOCOMOTION_PREFIX}{name} "
+            f"--iterations {q['iterations']} --envs {q['envs']} --horizon {q['horizon']} --hidden {q['hidden']} --seed 0"
+            for st, name in zip(("none", "track", "meta"), PAPER_LOCOMOTION)]
+        players = loco or [QUICK_LOCOMOTION_PREFIX + n for n in PAPER_LOCOMOTION]
+        quick = " && ".join([*train, f"sumo eval locomotion {' '.join(players)} --repeats {QUICK_LOCOMOTION_REPEATS} "
+                                     "--seed 0"])
         out.append(Missing(
             "fig3", "Fig. 3: nonstationary locomotion", LO.FINDING, "no `sumo eval locomotion` run is stored" +
             ("" if loco else ", and the database has no locomotion agents to evaluate (train them with "
-                             "`sumo train --env locomotion --arch mlp --strategy none|track|meta`)"),
+                             "`sumo train --env locomotion --arch mlp --strategy none|track|meta`; the quick version "
+                             f"trains toy ones named {QUICK_LOCOMOTION_PREFIX}*)"),
             f"sumo eval locomotion {' '.join(PAPER_LOCOMOTION)} --repeats 50 --seed 0", quick))
     players = sumo_agents(catalogue, QUICK_TOURNAMENT["agents"])
     if "fig7" not in have:

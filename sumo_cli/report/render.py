@@ -82,7 +82,7 @@ def markdown(report: Report, command: str) -> str:
             lines += [f"### {m.title}", "", f"> **The paper:** {m.finding}", "", f"Missing: {m.why}.", "", "```",
                       m.command, "```", ""]
             if m.quick:
-                lines += ["Quick version (`--quick`):", "", "```", m.quick, "```", ""]
+                lines += ["Quick version (`--quick`):", "", "```", *m.quick.split(" && "), "```", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

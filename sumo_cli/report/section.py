@@ -53,7 +53,8 @@ class Missing:
     finding: str
     why: str  # what is missing, one sentence
     command: str  # the command that runs it at the paper's scale
-    quick: str | None = None  # the small version `sumo report --run --quick` runs; None if it cannot run here
+    # the small version `sumo report --run --quick` runs (commands joined by " && "); None if it cannot run here
+    quick: str | None = None
 
 
 def verdict(claim: str, ours: bool | None, reason: str) -> Verdict:
