@@ -41,11 +41,11 @@ def run_games(session: Session, run_id: int, with_rounds: bool = False) -> list[
         .where(Match.run_id == run_id).order_by(Match.run_index)).all()
     if not matches:
         return []
-    ids = [m[0] for m in matches]
     per_round: dict[int, list[tuple[int, int, int, int, int]]] = {}
     rows = session.execute(
         select(Round.match_id, Round.index, Round.version_b, Round.wins_a, Round.wins_b, Round.draws)
-        .where(Round.match_id.in_(ids)).order_by(Round.match_id, Round.index)).all()
+        .join(Match, Match.id == Round.match_id).where(Match.run_id == run_id)
+        .order_by(Round.match_id, Round.index)).all()
     for mid, idx, vb, wa, wb, d in rows:
         per_round.setdefault(int(mid), []).append((int(idx), int(vb), int(wa), int(wb), int(d)))
     out = []
