@@ -32,6 +32,11 @@ print(json.dumps({"code": code, "heavy": [m for m in ("torch", "mujoco") if m in
     ("train", "--body", "antelope"),
     ("train", "--body", "ant", "--recipe", "fastest"),
     ("train", "--body", "ant", "--features", "egocentric"),
+    ("report", "--quick"),
+    ("report", "--out", "/nowhere/at/all"),
+    ("experiment", "adaptation", "--agents", "ant-mlp:fly"),
+    ("experiment", "adaptation", "--agents", "ant-mlp,nobody"),
+    ("experiment", "calibration", "--agents", "ant-mlp,ant-lstm"),
 ], ids=lambda a: "-".join(a)[:40])
 def test_bad_input_does_not_import_torch(tmp_path, args):
     proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)

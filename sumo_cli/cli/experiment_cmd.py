@@ -39,7 +39,7 @@ def _execute(ctx: typer.Context, kind: str, build, resume: Optional[int], seed: 
             from sumo_cli.errors import UserError
 
             raise UserError(f"run {run_id} is a {runner.cfg['kind']} experiment; resume it with "
-                            f"`sumo experiment {runner.cfg['kind']} --resume {run_id}`")
+                            + resume_command(ctx, f"experiment {runner.cfg['kind']} --resume {run_id}"))
         runner.load()
         executor = make_executor(workers, address)
     done = len(runner.done())

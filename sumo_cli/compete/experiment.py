@@ -25,17 +25,18 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from sumo_cli import __version__, names
-from sumo_cli.compete.game import AgentData, GameSettings, play_game
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.errors import UserError
-from sumo_cli.library import load_agent
 from sumo_cli.runtime import ownership
 from sumo_cli.store import games as store_games
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
+
+if TYPE_CHECKING:  # torch comes with the game: imported where games are played, so bad input is answered at once
+    from sumo_cli.compete.game import AgentData
 
 KINDS = ("adaptation", "sample-complexity", "calibration")
 #: Where the learning opponent starts, as a share of its highest version (paper: 700 of ~2,000).
@@ -132,9 +133,10 @@ def plan(cfg: dict, versions: dict[str, list[int]]) -> list[dict]:
     return out
 
 
-def play_job(games: list[tuple[int, AgentData, list[AgentData], dict, int]]) -> list[tuple[int, dict]]:
+def play_job(games: list[tuple[int, "AgentData", list["AgentData"], dict, int]]) -> list[tuple[int, dict]]:
     """A worker's batch: each game played alone (a learning opponent changes version every round,
     which the batched engine does not do), its rounds reported as they are played."""
+    from sumo_cli.compete.game import GameSettings, play_game
     from sumo_cli.runtime import progress
 
     out = []
@@ -175,9 +177,12 @@ class ExperimentRunner:
         self.db, self.run_id = db, run_id
         self.versions = {o["agent"]: stored_versions(db, o["agent"]) for o in self.cfg["opponents"]}
         self.plan = plan(self.cfg, self.versions)
-        self._cache: dict[tuple[str, str], tuple[AgentData, int]] = {}
+        self._cache: dict[tuple[str, str], tuple["AgentData", int]] = {}
 
-    def _data(self, name: str, strategy: str) -> tuple[AgentData, int]:
+    def _data(self, name: str, strategy: str) -> tuple["AgentData", int]:
+        from sumo_cli.compete.game import AgentData
+        from sumo_cli.library import load_agent
+
         if (name, strategy) not in self._cache:
             loaded = load_agent(self.db, name)
             data = AgentData.from_loaded(loaded)
@@ -204,6 +209,7 @@ class ExperimentRunner:
 
     def run(self, executor, on_game: Callable[[int], None] | None = None,  # noqa: ANN001
             on_progress: Callable[[float, float], None] | None = None, per_job: int = 1) -> None:
+        from sumo_cli.compete.game import GameSettings
         from sumo_cli.compete.play import mujoco_version
         from sumo_cli.compete.tournament import each_game
 

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-from matplotlib.ticker import MaxNLocator
-
 from sumo_cli.report.plots import _pyplot, _save
 
 #: The paper's seven combinations, in its order, each with a colour that stays the same in every figure.
@@ -167,6 +165,8 @@ def _agent_style(agents: list[dict]) -> dict[int, dict]:
 def adaptation_curves(curves: dict, agents: list[dict], opponents: list[dict], path: str | Path, title: str) -> Path:
     """Fig. 5: ``curves[(agent, opponent)] = (mean, low, high, versions met)`` per round; one panel
     per opponent."""
+    from matplotlib.ticker import MaxNLocator
+
     plt = _pyplot()
     opps = sorted({j for _, j in curves})
     fig, axes = plt.subplots(1, len(opps), figsize=(4.3 * len(opps) + 1.5, 3.8), dpi=DPI, sharey=True, squeeze=False)
