@@ -58,16 +58,17 @@ def section(run: dict, out: Path) -> Section | None:
     if not metas or len(metas) == len(results):
         sec.verdicts.append(verdict(claim, None, "the run has no meta-learner, or nothing to compare it with"))
     else:
-        wins, notes = 0, []
+        wins, losses, notes = 0, 0, []
         pairs = sorted({r["pair"] for r in metas})
         for pair in pairs:
             m = max((_late(r) for r in metas if r["pair"] == pair), key=lambda t: t[0])
             o = max((_late(r) for r in results if r["pair"] == pair and r["strategy"] != "meta"), key=lambda t: t[0])
             d, h = m[0] - o[0], float(np.hypot(m[1], o[1]))
             wins += d > h
+            losses += d < -h
             notes.append(f"{pair} {d:+.1f} ± {h:.1f}")
-        sec.verdicts.append(verdict(claim, wins == len(pairs), "best meta minus best other, episodes 6-7: "
-                                    + ", ".join(notes)))
+        ours = True if wins == len(pairs) else False if losses else None
+        sec.verdicts.append(verdict(claim, ours, "best meta minus best other, episodes 6-7 (95%): " + ", ".join(notes)))
     tracks = [r for r in results if r["strategy"] == "track"]
     nones = [r for r in results if r["strategy"] == "none"]
     notes, better = [], 0

@@ -113,6 +113,10 @@ def locomotion_adaptation(results: list[dict], path: str | Path, pairs=("back", 
     axes = np.atleast_1d(axes)
     lines = list(dict.fromkeys((r["agent"], r["strategy"]) for r in results))
     colours = {key: plt.get_cmap("tab10")(i % 10) for i, key in enumerate(lines)}
+    if len({s for _, s in lines}) == len(lines):  # one line per strategy: the report's strategy colours
+        from sumo_cli.report.figures import STRATEGY_COLOURS
+
+        colours = {key: STRATEGY_COLOURS.get(key[1], colours[key]) for key in lines}
     for ax, pair in zip(axes, pairs):
         for r in (r for r in results if r["pair"] == pair):
             m, c = np.asarray(r["mean"], dtype=float), np.asarray(r["ci95"], dtype=float)
@@ -124,6 +128,6 @@ def locomotion_adaptation(results: list[dict], path: str | Path, pairs=("back", 
         ax.set_xlabel("episode")
         ax.set_xticks(range(1, 8))
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("episodic reward")
+    axes[0].set_ylabel("episodic reward (mean, 95% band)")
     axes[-1].legend(fontsize=7, loc="best")
     return _save(plt, fig, path)
