@@ -228,6 +228,7 @@ def test_the_report_draws_every_stored_experiment_with_computed_verdicts(cli, tm
         assert heading in text
     assert "sumo tournament --agents ant-lstm-meta@1," in text and "--matches 60 --rounds 5 --episodes 3" in text
     assert "Nash averaging skill (95%)" in text and "Kendall's τ" in text
+    assert "| paper, calibrated (13, 10, 39) | 50.6% | 51.6% | 51.7% |" in text and "Proposed densities" in text
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert len(pngs) == 8 and all(0 < (out / p).stat().st_size < 200_000 for p in pngs)
     for p in pngs:

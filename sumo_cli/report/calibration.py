@@ -94,6 +94,16 @@ def section(db, run: dict, out) -> Section | None:  # noqa: ANN001
                                [[f"{r['first']} vs {r['second']}", str(r["games"]),
                                  f"{r['rate']:.1%} ({r['low']:.1%}, {r['high']:.1%})",
                                  f"{paper[(r['first'], r['second'])]:.1%}"] for r in rows])]
+    cols = [("ant", "bug"), ("ant", "spider"), ("bug", "spider")]
+    ours = {(r["first"], r["second"]): r for r in rows}
+    here = tuple(specs[b].torso_density for b in BODY_ORDER)
+    table = [[f"paper, {'initial' if k == 0 else 'calibrated'} {tuple(int(x) for x in d)}",
+              *(f"{t[c]:.1%}" for c in cols)] for k, (d, t) in enumerate(PAPER_TABLE.items())]
+    table.append([f"here, run {run['id']} {tuple(int(x) for x in here)}",
+                  *(f"{ours[c]['rate']:.1%} ± {(ours[c]['high'] - ours[c]['low']) / 2:.1%}" if c in ours else "-"
+                    for c in cols)])
+    sec.body += ["", "As the paper's Table 4 (win rate of the first body; torso densities Ant, Bug, Spider):", "",
+                 *md_table(["densities", "Ant vs Bug", "Ant vs Spider", "Bug vs Spider"], table)]
     balanced = [r["low"] <= 0.5 <= r["high"] for r in rows]
     fewest = min(r["games"] for r in rows)
     sec.verdicts.append(verdict("the paper's densities balance the bodies here",
