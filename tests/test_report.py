@@ -344,3 +344,17 @@ def test_ctrl_c_during_report_run_exits_130_with_the_resume_command_and_writes_n
     assert "Resume with: sumo --db" in flat and "tournament --resume " in flat, err
     assert "the report was not written" in flat
     assert not out.exists() and not list(tmp_path.glob(".results*"))
+
+
+def test_report_run_at_paper_scale_skips_what_the_database_lacks_the_agents_for(cli, tmp_path):
+    db = make_db(tmp_path / "gen.sqlite", tournament=False, evolution=False, locomotion=False, adaptation=False,
+                 calibration=False)
+    code, stdout, err = cli("--db", db, "report", "--run", "--out", tmp_path / "r", "--json")
+    assert code == 0, err
+    flat = " ".join(err.split())
+    assert "running" not in flat
+    assert "skipped Fig. 3: nonstationary locomotion: the database lacks 3 of the agents" in flat
+    assert "skipped Fig. 8: evolution of a population: the database lacks" in flat
+    doc = json.loads(stdout)
+    assert {m["key"] for m in doc["missing"]} == {"fig3", "fig5", "fig6", "fig7", "fig8", "calibration"}
+    assert "spider-lstm" in next(m for m in doc["missing"] if m["key"] == "calibration")["lacking"]

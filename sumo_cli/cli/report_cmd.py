@@ -60,7 +60,8 @@ def report(
                     "parts": [{"key": s.key, "title": s.title, "runs": s.runs,
                                "verdicts": [{"claim": v.claim, "status": v.status, "reason": v.reason} for v in s.verdicts]}
                               for s in report_.sections],
-                    "missing": [{"key": m.key, "title": m.title, "command": m.command, "quick": m.quick}
+                    "missing": [{"key": m.key, "title": m.title, "command": m.command, "quick": m.quick,
+                                 "lacking": m.lacking}
                                 for m in report_.missing]})
         return
     err_console.print(f"wrote {path} with {len(figures)} figures ({len(report_.sections)} parts) in {seconds:.1f} s",
@@ -84,6 +85,12 @@ def _run_missing(ctx: typer.Context, db, quick: bool, workers: Optional[int]) ->
         cmd = m.quick if quick else m.command
         if cmd is None:
             err_console.print(f"skipped {m.title}: {m.why}", highlight=False, soft_wrap=True)
+            continue
+        if not quick and m.lacking:
+            err_console.print(f"skipped {m.title}: the database lacks {len(m.lacking)} of the agents it needs "
+                              f"({', '.join(m.lacking[:6])}{', ...' if len(m.lacking) > 6 else ''}); "
+                              "`sumo report --run --quick` plays a small version on the agents it has",
+                              highlight=False, soft_wrap=True)
             continue
         for one in cmd.split(" && "):
             err_console.print(f"[bold]running[/] {m.title}: {one}", highlight=False, soft_wrap=True)

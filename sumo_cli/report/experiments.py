@@ -75,8 +75,13 @@ def _tail(workers: int | None) -> str:
 
 def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -> list[Missing]:
     """What the database holds no run of (``have``: the section keys the report could draw), with
-    the command for each."""
+    the command for each and the agents that command needs and the database lacks."""
     out: list[Missing] = []
+    stored = {a["name"] for a in catalogue}
+
+    def lacking(needed) -> list[str]:  # noqa: ANN001
+        return [n for n in needed if n not in stored]
+
     if "fig3" not in have:
         loco = [a["name"] for a in catalogue if a["body"] == names.LOCOMOTION]
         q = QUICK_LOCOMOTION_TRAIN
@@ -92,7 +97,8 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
             ("" if loco else ", and the database has no locomotion agents to evaluate (train them with "
                              "`sumo train --env locomotion --arch mlp --strategy none|track|meta`; the quick version "
                              f"trains toy ones named {QUICK_LOCOMOTION_PREFIX}*)"),
-            f"sumo eval locomotion {' '.join(PAPER_LOCOMOTION)} --repeats 50 --seed 0", quick))
+            f"sumo eval locomotion {' '.join(PAPER_LOCOMOTION)} --repeats 50 --seed 0", quick,
+            lacking(PAPER_LOCOMOTION)))
     players = sumo_agents(catalogue, QUICK_TOURNAMENT["agents"])
     if "fig7" not in have:
         q = QUICK_TOURNAMENT
@@ -101,7 +107,8 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
                  + _tail(workers)) if len(players) >= 2 else None
         out.append(Missing("fig7", "Fig. 7, the top-5 table and the win-rate matrix with Nash averaging",
                            TO.FIG7_FINDING, "no tournament with a rated game is stored",
-                           "sumo tournament --matches 1000 --rounds 100 --episodes 3 --seed 0" + _tail(workers), quick))
+                           "sumo tournament --matches 1000 --rounds 100 --episodes 3 --seed 0" + _tail(workers), quick,
+                           lacking(names.all_combination_names())))
     focus, opponents, one_each = _focus(catalogue)
     everyone = ",".join(names.all_combination_names())
     paper_opps = ",".join(PAPER_OPPONENTS)
@@ -116,7 +123,8 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
         out.append(Missing("fig5", "Fig. 5: adaptation against learning opponents", AD.FIG5_FINDING,
                            "no `sumo experiment adaptation` run is stored",
                            f"sumo experiment adaptation --agents {everyone} --opponents {paper_opps} --rounds 100 "
-                           "--episodes 3 --repeats 100 --seed 0" + _tail(workers), quick))
+                           "--episodes 3 --repeats 100 --seed 0" + _tail(workers), quick,
+                           lacking(names.all_combination_names())))
     if "fig6" not in have:
         q = QUICK_SAMPLE
         quick = (f"sumo experiment sample-complexity --agents {focus},{focus}:track --opponents {opponents[-1]} "
@@ -125,7 +133,8 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
         out.append(Missing("fig6", "Fig. 6: sample complexity", AD.FIG6_FINDING,
                            "no `sumo experiment sample-complexity` run is stored",
                            f"sumo experiment sample-complexity --agents {everyone} --opponents {paper_opps} "
-                           "--episodes 3,10,25,50,75,90 --rounds 100 --repeats 20 --seed 0" + _tail(workers), quick))
+                           "--episodes 3,10,25,50,75,90 --rounds 100 --repeats 20 --seed 0" + _tail(workers), quick,
+                           lacking(names.all_combination_names())))
     if "fig8" not in have:
         q = QUICK_EVOLUTION
         base = sumo_agents(catalogue, q["agents"])
@@ -134,7 +143,8 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
                  f"--episodes {q['episodes']} --physics {q['physics']} --seed 0" + _tail(workers)) if len(base) >= 2 else None
         out.append(Missing("fig8", "Fig. 8: evolution of a population", EV.FINDING,
                            "no evolution with a finished generation is stored",
-                           "sumo evolve --copies 10 --generations 10 --matches 1000 --seed 0" + _tail(workers), quick))
+                           "sumo evolve --copies 10 --generations 10 --matches 1000 --seed 0" + _tail(workers), quick,
+                           lacking(names.all_combination_names())))
     if "calibration" not in have:
         q = QUICK_CALIBRATION
         quick = (f"sumo experiment calibration --agents {','.join(one_each)} --rounds {q['rounds']} "
@@ -143,5 +153,5 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
         out.append(Missing("calibration", "Calibration of the bodies", CA.FINDING,
                            "no `sumo experiment calibration` run is stored",
                            f"sumo experiment calibration --agents {paper_opps} --rounds 100 --episodes 3 --repeats 20 "
-                           "--seed 0" + _tail(workers), quick))
+                           "--seed 0" + _tail(workers), quick, lacking(PAPER_OPPONENTS)))
     return out

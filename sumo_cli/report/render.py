@@ -81,6 +81,9 @@ def markdown(report: Report, command: str) -> str:
         for m in report.missing:
             lines += [f"### {m.title}", "", f"> **The paper:** {m.finding}", "", f"Missing: {m.why}.", "", "```",
                       m.command, "```", ""]
+            if m.lacking:
+                lines += [f"It needs {len(m.lacking)} agents the database does not hold: "
+                          f"{', '.join(m.lacking)}.", ""]
             if m.quick:
                 lines += ["Quick version (`--quick`):", "", "```", *m.quick.split(" && "), "```", ""]
     return "\n".join(lines).rstrip() + "\n"

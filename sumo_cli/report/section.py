@@ -55,6 +55,8 @@ class Missing:
     command: str  # the command that runs it at the paper's scale
     # the small version `sumo report --run --quick` runs (commands joined by " && "); None if it cannot run here
     quick: str | None = None
+    # the agents ``command`` needs that the database lacks (`sumo report --run` skips it while any are)
+    lacking: list[str] = field(default_factory=list)
 
 
 def verdict(claim: str, ours: bool | None, reason: str) -> Verdict:
