@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from sumo_cli.report import figures as F
 from sumo_cli.report.section import Figure, Section, md_table, verdict
 
 FINDING = ("By the 6th and 7th episode the meta-updated policies do much better than the others on every held-out "
@@ -42,10 +41,9 @@ def section(run: dict, out: Path) -> Section | None:
                     f"episodes, {run['config']['repeats']} repeats each, seed {run['seed']}. Intervals: 95%, "
                     "1.96 standard errors over the repeats.")
     file = f"locomotion-{run['id']}.png"
-    F_path = out / file
     from sumo_cli.report.plots import locomotion_adaptation
 
-    locomotion_adaptation(results, F_path)
+    locomotion_adaptation(results, out / file)
     sec.figures.append(Figure(file, "Mean episodic reward of each of the 7 consecutive episodes (the pair's torque "
                                     "falls from 1 to 0), shaded: 95% interval."))
     rows = []
