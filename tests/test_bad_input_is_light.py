@@ -40,6 +40,11 @@ print(json.dumps({"code": code, "heavy": [m for m in ("torch", "mujoco") if m in
     ("train", "--body", "ant", "--iterations", "0"),
     ("train", "--resume", "99999"),
     ("zoo", "import", "/missing"),
+    ("report", "--quick"),
+    ("report", "--out", "/nowhere/at/all"),
+    ("experiment", "adaptation", "--agents", "ant-mlp:fly"),
+    ("experiment", "adaptation", "--agents", "ant-mlp,nobody"),
+    ("experiment", "calibration", "--agents", "ant-mlp,ant-lstm"),
 ], ids=lambda a: "-".join(a)[:40])
 def test_bad_input_does_not_import_torch(tmp_path, args):
     _probe(tmp_path, args, os.environ)

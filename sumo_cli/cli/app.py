@@ -17,10 +17,12 @@ from sumo_cli.cli import (
     eval_cmd,
     eval_sumo_cmd,
     evolve_cmd,
+    experiment_cmd,
     matches_cmd,
     play_cmd,
     population_cmd,
     render_cmd,
+    report_cmd,
     runs_cmd,
     tournament_cmd,
     train_cmd,
@@ -92,7 +94,9 @@ app.command("tournament")(tournament_cmd.tournament)
 app.command("train")(train_cmd.train)
 app.command("evolve")(evolve_cmd.evolve)
 app.add_typer(population_cmd.app, name="population")
+app.add_typer(experiment_cmd.app, name="experiment")
 app.command("render")(render_cmd.render)
+app.command("report")(report_cmd.report)
 eval_cmd.app.command("sumo")(eval_sumo_cmd.sumo_curve)
 app.add_typer(eval_cmd.app, name="eval")
 bench_cmd.app.command("game")(bench_game_cmd.game)

@@ -248,6 +248,16 @@ def _config_lines(run: dict) -> list[str]:
             return [f"agents {_names(cfg.get('members', []))}",
                     (f"{cfg.get('copies')} copies each, {cfg.get('generations')} generations of "
                      f"{cfg.get('matches')} games; {_game(cfg.get('game', {}))}")]
+        if kind in ("adaptation", "sample-complexity", "calibration"):  # sumo experiment
+            labels = [{"name": p.get("label", p.get("name"))} for p in cfg.get("agents", [])]
+            lines = [f"agents {_names(labels)}"]
+            if kind != "calibration":
+                lines.append(f"learning opponents {_names(cfg.get('opponents', []))} (from "
+                             f"{cfg.get('start_fraction')} K to K)")
+            lines.append(f"{cfg.get('repeats')} games each of {cfg.get('rounds')} rounds x "
+                         f"{', '.join(map(str, cfg.get('episodes', [])))} bouts, {cfg.get('physics')} physics; "
+                         "`sumo report` draws it")
+            return lines
     except (AttributeError, TypeError):  # a config of an unexpected shape: fall back to its plain values
         pass
     plain = [f"{k} {v}" for k, v in cfg.items() if isinstance(v, (str, int, float, bool)) or v is None]

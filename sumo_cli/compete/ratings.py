@@ -121,6 +121,14 @@ def bradley_terry(
         else:
             wins[a, b] += 0.5
             wins[b, a] += 0.5
+    return bradley_terry_wins(wins, iterations, prior_games)
+
+
+def bradley_terry_wins(wins: np.ndarray, iterations: int = 2000, prior_games: float = 1.0) -> np.ndarray:
+    """:func:`bradley_terry` from a matrix of wins (``wins[i, j]``: i's wins over j, draws as half
+    a win each; any non-negative weights, e.g. bouts instead of games)."""
+    wins = np.asarray(wins, dtype=float)
+    n_players = wins.shape[0]
     n = wins + wins.T
     w = wins.sum(1) + prior_games / 2
     p = np.ones(n_players)

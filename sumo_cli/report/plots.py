@@ -16,11 +16,22 @@ def _pyplot():
     return plt
 
 
+#: A PNG larger than this is re-saved with a 256-colour palette (figures with many antialiased lines
+#: or cells), which keeps it legible at a fraction of the size.
+MAX_PNG_BYTES = 200_000
+
+
 def _save(plt, fig, path: str | Path) -> Path:  # noqa: ANN001
     fig.tight_layout()
     path = Path(path)  # its folder exists: the CLI checks every output path first (cli.common.check_output)
     fig.savefig(path)
     plt.close(fig)
+    if path.suffix.lower() == ".png" and path.stat().st_size > MAX_PNG_BYTES:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            small = im.convert("RGB").quantize(256, dither=Image.Dither.NONE)
+        small.save(path, optimize=True)
     return path
 
 
@@ -68,9 +79,10 @@ def win_probability_heatmap(rows: list[dict], path: str | Path, top: int = 20, b
     ax.set_yticks(range(n), labels, fontsize=7)
     for i in range(n):
         for j in range(n):
-            ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=5, color="black")
+            ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                    color="white" if abs(p[i, j] - 0.5) > 0.3 else "black")
     ax.set_title("P(row beats column), a priori from TrueSkill", fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.colorbar(im, ax=ax, fraction=0.046, label="a-priori probability that the row agent wins a game")
     return _save(plt, fig, path)
 
 
@@ -100,6 +112,10 @@ def locomotion_adaptation(results: list[dict], path: str | Path, pairs=("back", 
     axes = np.atleast_1d(axes)
     lines = list(dict.fromkeys((r["agent"], r["strategy"]) for r in results))
     colours = {key: plt.get_cmap("tab10")(i % 10) for i, key in enumerate(lines)}
+    if len({s for _, s in lines}) == len(lines):  # one line per strategy: the report's strategy colours
+        from sumo_cli.report.figures import STRATEGY_COLOURS
+
+        colours = {key: STRATEGY_COLOURS.get(key[1], colours[key]) for key in lines}
     for ax, pair in zip(axes, pairs):
         for r in (r for r in results if r["pair"] == pair):
             m, c = np.asarray(r["mean"], dtype=float), np.asarray(r["ci95"], dtype=float)
@@ -111,6 +127,6 @@ def locomotion_adaptation(results: list[dict], path: str | Path, pairs=("back", 
         ax.set_xlabel("episode")
         ax.set_xticks(range(1, 8))
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("episodic reward")
+    axes[0].set_ylabel("episodic reward (mean, 95% band)")
     axes[-1].legend(fontsize=7, loc="best")
     return _save(plt, fig, path)
