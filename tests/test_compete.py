@@ -127,7 +127,8 @@ def test_tournament_survives_kill_9_and_resumes_identically(db_copy, tmp_path):
     n = _kill_after_games(db_copy, args, 3)
     assert 3 <= n < 10, f"the run should have been killed part-way ({n} games stored)"
     runs = json.loads(sumo(db_copy, "runs", "--json").stdout)
-    assert runs[0]["status"] == "running" and runs[0]["done"] < 10  # a killed run never got to say more
+    # a killed run never got to say more; `sumo runs` sees that its process is gone
+    assert runs[0]["status"] == "interrupted" and runs[0]["done"] < 10
     resumed = json.loads(sumo(db_copy, "tournament", "--resume", runs[0]["id"], "-j", 2, "--json").stdout)
     assert [(r["agent"], r["mu"], r["sigma"], r["wins"], r["draws"], r["losses"]) for r in resumed["leaderboard"]] == \
            [(r["agent"], r["mu"], r["sigma"], r["wins"], r["draws"], r["losses"]) for r in ref["leaderboard"]]
