@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated slots (default: all)")
+    ap.add_argument("--parts", default="bars,cross", help="bars (motionless, random, stage 1) and/or cross (the other bodies)")
+    ap.add_argument("--merge", action="store_true", help="keep the games of an existing --out file and add these")
     ap.add_argument("--out", required=True, help="JSON results by slot")
     ap.add_argument("--markdown", default=None, help="also write the results as a Markdown table")
     args = ap.parse_args(argv)
@@ -110,10 +112,13 @@ def main(argv: list[str] | None = None) -> int:
         ref = names.parse(slot)
         final = data(slot, vs[-1])
         seed = args.seed + 100 * i
-        jobs += [((slot, "motionless-ant"), final, ("motionless", "ant"), args.rounds, seed),
-                 ((slot, "motionless-bug"), final, ("motionless", "bug"), args.rounds, seed + 1),
-                 ((slot, "random"), final, ("random", ref.body), args.rounds, seed + 2),
-                 ((slot, "stage-1"), final, data(slot, vs[0]), args.rounds, seed + 3)]
+        if "bars" in args.parts:
+            jobs += [((slot, "motionless-ant"), final, ("motionless", "ant"), args.rounds, seed),
+                     ((slot, "motionless-bug"), final, ("motionless", "bug"), args.rounds, seed + 1),
+                     ((slot, "random"), final, ("random", ref.body), args.rounds, seed + 2),
+                     ((slot, "stage-1"), final, data(slot, vs[0]), args.rounds, seed + 3)]
+        if "cross" not in args.parts:
+            continue
         for j, other in enumerate(b for b in names.BODIES if b != ref.body):
             for arch in names.ARCHS:
                 pool = names.canonical_name(other, arch, "none")
@@ -126,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                                  opp, args.cross_rounds, seed + 10 + 2 * j + (arch == "lstm")))
     t0 = time.time()
     results: dict = {}
+    if args.merge and Path(args.out).is_file():
+        results = {slot: dict(e["games"]) for slot, e in json.loads(Path(args.out).read_text()).items()}
     with ProcessPoolExecutor(args.workers) as pool_ex:
         for (slot, what), r in pool_ex.map(_play, jobs):
             results.setdefault(slot, {})[what] = r
@@ -134,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     for slot, games in sorted(results.items()):
         entry = {"agent": f"{slots[slot]}@{stages[slot][-1]}", "stage_versions": stages[slot], "games": games, "bars": {}}
         for what, bar in BARS.items():
+            if what not in games:
+                continue
             g = games[what]
             rate = g["won"] / g["bouts"]
             entry["bars"][what] = {"won": g["won"], "bouts": g["bouts"], "rate": round(rate, 4),

@@ -46,6 +46,7 @@ class StepState:
     total: int | None = None  # planned iterations
     seconds: float = 0.0  # wall seconds its stored iterations took
     env_steps: int = 0
+    run_total: int | None = None  # the iterations its run was created (or last extended) to
 
     @property
     def rate(self) -> float | None:
@@ -94,7 +95,8 @@ def step_states(db: Database, plan: Plan) -> list[StepState]:
                 state = ELSEWHERE
             else:
                 state = FAILED if run.status == "failed" else PARTIAL
-            out.append(StepState(step, state, run.id, run.progress_done, total, float(wall), int(steps)))
+            out.append(StepState(step, state, run.id, run.progress_done, total, float(wall), int(steps),
+                                 run.progress_total))
     return out
 
 
@@ -146,7 +148,9 @@ def train_command(db_url: str, st: StepState, address: str | None) -> list[str]:
     """The ``sumo train`` child of a training step: resume its run, or start it."""
     base = [sys.executable, "-m", "sumo_cli", "--db", db_url, "train"]
     if st.run_id is not None:
-        cmd = base + ["--resume", str(st.run_id), "--iterations", str(st.total)]
+        cmd = base + ["--resume", str(st.run_id)]
+        if st.total and st.run_total is not None and st.total > st.run_total:  # the plan asks for more than the run had
+            cmd += ["--iterations", str(st.total)]
     else:
         cmd = base + ["--name", st.step.name, *st.step.train]
     cmd += ["-j", "1"]

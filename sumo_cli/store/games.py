@@ -30,7 +30,7 @@ def record_game(
     """Store one finished game (the dict of compete.game.GameResult) and return the match id. A side
     played with another strategy than its agent's (its name ends in ``:STRATEGY``) keeps that
     strategy in the settings (``played_as_a``/``played_as_b``)."""
-    played_as = {f"played_as_{side}": result[side].rpartition(":")[2] for side in ("a", "b") if ":" in result[side]}
+    played_as = {f"played_as_{side}": result[side].rpartition(":")[2] for side in ("a", "b") if ":" in result.get(side, "")}
     match = Match(
         run_id=run_id,
         run_index=run_index,
