@@ -100,7 +100,7 @@ def train(
             last_line[0] = time.monotonic()
             err_console.print(_plain_line(states, running, plan, workers), highlight=False, soft_wrap=True)
 
-    again = resume_command(ctx, f"population train{' --plan ' + str(plan_path) if plan_path else ''} -j {workers}")
+    again = resume_command(ctx, f"population train{' --plan ' + str(plan.path.resolve()) if plan_path else ''} -j {workers}")
     err_console.print(f"population plan {plan.path} ({len(plan.steps)} steps), {workers} worker(s); logs in {log_dir}",
                       highlight=False, soft_wrap=True)
     try:
