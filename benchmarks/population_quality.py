@@ -100,6 +100,15 @@ def main(argv: list[str] | None = None) -> int:
             if names.parse(m).strategy == "meta" and run_id is not None:
                 its = s.query(Iteration).filter(Iteration.run_id == run_id).order_by(Iteration.iteration).all()
                 held[m] = heldout_summary([i.metrics for i in its])
+        budget = {}  # slot -> (iterations, env steps, wall seconds) of its own training run (tracking: none)
+        for m, a in slots.items():
+            agent = agents[m]
+            step = plan.step(plan.members()[m])
+            run_id = (agent.origin or {}).get("run_id") if agent else None
+            if agent is None or run_id is None or not step.trains:
+                continue
+            its = s.query(Iteration).filter(Iteration.run_id == run_id).all()
+            budget[m] = (len(its), max(i.env_steps for i in its), sum(i.wall_seconds for i in its))
 
     def data(slot: str, version: int, strategy: str | None = None) -> AgentData:
         d = AgentData.from_loaded(load_agent(db, f"{slots[slot]}@{version}"))
@@ -155,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             half = T975.get(len(x) - 1, 2.0) * x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else math.nan
             entry["meta_gain_bouts_won"] = {"mean": round(float(x.mean()), 4), "ci95": round(float(half), 4), "games": len(x)}
             entry["meta_gain_heldout_return"] = held.get(slot)
+        if slot in budget:
+            entry["budget"] = dict(zip(("iterations", "env_steps", "wall_seconds"), budget[slot]))
         out[slot] = entry
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     if args.markdown:
@@ -190,6 +201,16 @@ def markdown(out: dict, args) -> str:  # noqa: ANN001
         games = out[slot]["games"]
         cells = [f"{k}: {g['won'] / g['bouts']:.0%} of {g['bouts']}" for k, g in games.items() if "@" in k and not k.endswith("unadapted")]
         lines.append(f"| `{slot}` | " + " | ".join(cells) + " |")
+    lines += ["", "What each agent's training cost on the 2-core machine that trained the plan (the runs' own recorded wall "
+              "time, two steps side by side; a tracking agent plays its sibling's versions and costs nothing more):", "",
+              "| agent | iterations | env steps | wall hours |", "|---|---|---|---|"]
+    total_steps = total_s = 0
+    for slot in sorted(out, key=lambda n: order.get(n, 99)):
+        b = out[slot].get("budget")
+        if b:
+            total_steps, total_s = total_steps + b["env_steps"], total_s + b["wall_seconds"]
+            lines.append(f"| `{slot}` | {b['iterations']} | {b['env_steps'] / 1e6:.2f} M | {b['wall_seconds'] / 3600:.2f} |")
+    lines.append(f"| **the plan** | | **{total_steps / 1e6:.1f} M** | **{total_s / 3600:.2f}** |")
     metas = [s for s in out if "meta_gain_bouts_won" in out[s]]
     if metas:
         lines += ["", "Meta-learners: the meta-update's gain, adapted minus unadapted (95% intervals):", "",

@@ -80,11 +80,16 @@ def main(argv: list[str] | None = None) -> int:
                 "plan_step": {"name": step.name, "member": step.member,
                               **({"weights_of": step.weights_of} if step.weights_of else {"train": shlex.join(train)}),
                               "depends": list(step.depends)},
-                "command": f"sumo population train  (step {step.name} of {Path(args.plan).name})",
+                "command": f"sumo population train (step {step.name} of policies/{Path(args.plan).name})",
                 "seed": run.seed, "env_steps": steps, "iterations": rows[stages[-1]].iteration, "wall_seconds": wall,
                 "code_commit": args.code_commit, "trained_as": source, "config": run.config.get("train", {}),
                 "paper_did": PAPER_DID[step.strategy],
             }
+            planned = (run.config.get("train") or {}).get("iterations")
+            if planned and planned != rows[stages[-1]].iteration:
+                provenance["notes"] = (f"its run was created for {planned} iterations and stopped at {rows[stages[-1]].iteration}, "
+                                       "the plan's value, when the plan was sized to one sitting; no schedule depends on the "
+                                       "planned total, so it equals a run created for that many")
             if step.member in quality:
                 provenance["quality"] = quality[step.member]
             by_step[step.name] = (step, agent, stages, rows, provenance)
