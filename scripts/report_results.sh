@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate docs/results/: the paper's game experiments at a small but readable size on the agents
-# shipped in policies/ (every database registers them), then `sumo report`. About 10-15 minutes on
+# Regenerate docs/results/: the paper's game experiments at a small but readable size on the population
+# shipped in policies/ (every database registers it), then `sumo report`. About 10-20 minutes on
 # 2 cores. Usage: scripts/report_results.sh [DB] [OUT]   (defaults: a fresh /tmp/sumo-results.sqlite,
 # docs/results). No locomotion agent ships: Fig. 3 is drawn on toy ones trained here for a minute each.
 set -euo pipefail
@@ -9,13 +9,13 @@ OUT=${2:-docs/results}
 SUMO=${SUMO:-sumo}
 rm -f "$DB"
 LSTMS=ant-lstm,bug-lstm,spider-lstm
-ALL=ant-lstm,ant-mlp,bug-lstm,bug-mlp,chain-spider-mlp,kick-spider-lstm,spider-lstm,spider-mlp,still-spider
-$SUMO --db "$DB" tournament --agents $ALL --matches 120 --rounds 10 --episodes 3 --physics fast --seed 0
-$SUMO --db "$DB" evolve --agents $ALL --copies 3 --generations 5 --matches 10 --rounds 10 --episodes 3 --physics fast --seed 0
-$SUMO --db "$DB" experiment adaptation --agents ant-lstm,ant-lstm:track,spider-mlp,spider-mlp:track \
-  --opponents bug-lstm,spider-lstm --rounds 20 --episodes 3 --repeats 8 --physics fast --seed 0
-$SUMO --db "$DB" experiment sample-complexity --agents ant-lstm,ant-lstm:track --opponents spider-lstm \
-  --episodes 1,3,9 --rounds 20 --repeats 6 --physics fast --seed 0
+$SUMO --db "$DB" tournament --population 105 --matches 150 --rounds 10 --episodes 3 --physics fast --seed 0
+$SUMO --db "$DB" evolve --kinds mlp-none,lstm-none,lstm-track,lstm-meta,lstm-rl2 --copies 2 --generations 4 --matches 20 \
+  --rounds 10 --episodes 3 --physics fast --seed 0
+$SUMO --db "$DB" experiment adaptation --agents ant-meta,ant-lstm,ant-track,ant-rl2 \
+  --opponents bug-lstm,spider-lstm --rounds 20 --episodes 3 --repeats 6 --physics fast --seed 0
+$SUMO --db "$DB" experiment sample-complexity --agents ant-meta,ant-track --opponents bug-lstm \
+  --episodes 1,3,9 --rounds 20 --repeats 4 --physics fast --seed 0
 $SUMO --db "$DB" experiment calibration --agents $LSTMS --rounds 10 --episodes 3 --repeats 10 --physics fast --seed 0
 for st in none track meta; do
   name=toy-loco-mlp$([ $st = none ] || echo "-$st")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    err_console, first_interrupt_only, friendly, open_db, print_json, resume_command, starting_run,
+    err_console, first_interrupt_only, friendly, open_db, print_json, resume_command, starting_run, workers_option,
 )
 
 app = typer.Typer(help="The paper's game experiments as stored runs (drawn by `sumo report`).", no_args_is_help=True)
@@ -92,7 +92,7 @@ def adaptation(
     repeats: int = typer.Option(100, "--repeats", help="Games per agent and opponent (paper: 100)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
     seed: int = typer.Option(0, "--seed", help="Seed of every game."),
-    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    workers: Optional[int] = workers_option("Parallel games"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
@@ -114,7 +114,7 @@ def sample_complexity(
     repeats: int = typer.Option(20, "--repeats", help="Games per agent, opponent and episodes setting (paper: 20)."),
     physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
     seed: int = typer.Option(0, "--seed", help="Seed of every game."),
-    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    workers: Optional[int] = workers_option("Parallel games"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
@@ -143,7 +143,7 @@ def calibration(
     repeats: int = typer.Option(20, "--repeats", help="Games per pair of agents."),
     physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
     seed: int = typer.Option(0, "--seed", help="Seed of every game."),
-    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games (default: all cores)."),
+    workers: Optional[int] = workers_option("Parallel games"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),

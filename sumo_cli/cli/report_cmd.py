@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json, resolved_db_url
+from sumo_cli.cli.common import err_console, friendly, open_db, print_json, resolved_db_url, workers_option
 
 #: Where the report goes without --out (relative to the current folder).
 DEFAULT_OUT = Path("docs/results")
@@ -22,7 +22,7 @@ def report(
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder of the report (report.md and its PNGs); replaced whole."),
     run: bool = typer.Option(False, "--run", help="First run the experiments the database holds nothing of."),
     quick: bool = typer.Option(False, "--quick", help="With --run: small versions (seconds to minutes), for a first look and tests."),
-    workers: Optional[int] = typer.Option(None, "-j", "--workers", help="Parallel games of what --run runs (default: all cores)."),
+    workers: Optional[int] = workers_option("Parallel games of what --run runs"),
     json_out: bool = typer.Option(False, "--json", help="Print the report's path, parts and what is missing as JSON."),
 ) -> None:
     """Render every experiment the database holds into OUT/report.md with PNGs; print the command of each missing one.
