@@ -31,7 +31,7 @@ from sumo_cli.store.database import Database
 from sumo_cli.store.games import live_holder
 from sumo_cli.store.models import Iteration, Run
 
-TODO, RUNNING, PARTIAL, DONE, FAILED = "to do", "running", "partial", "done", "failed"
+TODO, PARTIAL, DONE, FAILED = "to do", "partial", "done", "failed"
 #: a step whose run another live process holds (a `sumo train --resume` typed by hand, a second runner)
 ELSEWHERE = "running elsewhere"
 _PR_SET_PDEATHSIG = 1
