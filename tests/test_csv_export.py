@@ -7,7 +7,6 @@ import csv
 from pathlib import Path
 
 import pytest
-import torch
 
 from sumo_cli.report.csv_export import flatten, write_csv
 
@@ -16,12 +15,8 @@ TINY = ["--recipe", "paper", "--envs", "2", "--steps", "20", "--physics", "fast"
         "--anneal", "2"]
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+# tiny tensors: the shared one-thread fixture of conftest.py for every test here
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _read(path: Path) -> list[dict]:

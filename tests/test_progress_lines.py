@@ -4,7 +4,6 @@ time left known from the first step; the training header says what an iteration 
 from __future__ import annotations
 
 import pytest
-import torch
 
 from sumo_cli.cli.progress_lines import ProgressLines
 
@@ -12,12 +11,8 @@ TINY = ["--recipe", "paper", "--envs", "2", "--steps", "20", "--physics", "fast"
         "--anneal", "2"]
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+# tiny tensors: the shared one-thread fixture of conftest.py for every test here
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_lines_come_at_a_steady_pace_with_the_time_left_from_the_first_step():
