@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -110,9 +111,9 @@ def main(argv: list[str] | None = None) -> int:
             its = s.query(Iteration).filter(Iteration.run_id == run_id).all()
             budget[m] = (len(its), max(i.env_steps for i in its), sum(i.wall_seconds for i in its))
 
-    def data(slot: str, version: int, strategy: str | None = None) -> AgentData:
-        d = AgentData.from_loaded(load_agent(db, f"{slots[slot]}@{version}"))
-        return dataclasses.replace(d, strategy=strategy) if strategy else d
+    @functools.lru_cache(maxsize=None)  # the pool's finals are every slot's cross-body opponents: load each once
+    def data(slot: str, version: int) -> AgentData:
+        return AgentData.from_loaded(load_agent(db, f"{slots[slot]}@{version}"))
 
     jobs = []
     for i, (slot, vs) in enumerate(sorted(stages.items())):

@@ -43,11 +43,10 @@ PAPER_DID = {
 }
 
 
-def _run_facts(s, agent, last: int) -> tuple[Run, int, float]:  # noqa: ANN001
+def _run_iterations(s, agent) -> tuple[Run, dict]:  # noqa: ANN001
+    """The agent's training run and its iterations by number."""
     run = s.get(Run, agent.origin["run_id"])
-    its = {i.iteration: i for i in s.scalars(select(Iteration).where(Iteration.run_id == run.id))}
-    row = next(v for v in agent.versions if v.version == last)
-    return run, its[row.iteration].env_steps, round(sum(i.wall_seconds for k, i in its.items() if k <= row.iteration), 1)
+    return run, {i.iteration: i for i in s.scalars(select(Iteration).where(Iteration.run_id == run.id))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             if agent is None or not agent.versions:
                 sys.exit(f"step {source} has no versions in {args.db}: train the plan first")
             stages = stage_versions([v.version for v in agent.versions])
-            run, steps, wall = _run_facts(s, agent, stages[-1])
+            run, its = _run_iterations(s, agent)
             rows = {v.version: v for v in agent.versions}
+            last = rows[stages[-1]].iteration
+            steps, wall = its[last].env_steps, round(sum(i.wall_seconds for k, i in its.items() if k <= last), 1)
             train = list(plan.step(source).train)
             provenance = {
                 "plan_step": {"name": step.name, "member": step.member,
@@ -92,21 +93,20 @@ def main(argv: list[str] | None = None) -> int:
                                        "planned total, so it equals a run created for that many")
             if step.member in quality:
                 provenance["quality"] = quality[step.member]
-            by_step[step.name] = (step, agent, stages, rows, provenance)
+            by_step[step.name] = (step, stages, rows, its, provenance)
         if to.exists():
             for child in to.iterdir():
                 if child.is_dir():
                     shutil.rmtree(child)
         to.mkdir(parents=True, exist_ok=True)
-        for name, (step, agent, stages, rows, provenance) in by_step.items():
+        for name, (step, stages, rows, its, provenance) in by_step.items():
             if step.weights_of:
                 continue
-            its = {i.iteration: i.env_steps for i in s.scalars(select(Iteration).where(Iteration.run_id == agent.origin["run_id"]))}
-            versions = [(v, Path(rows[v].checkpoint_path), rows[v].sha256, rows[v].iteration, its.get(rows[v].iteration))
-                        for v in stages]
+            versions = [(v, Path(rows[v].checkpoint_path), rows[v].sha256, rows[v].iteration,
+                         its[rows[v].iteration].env_steps if rows[v].iteration in its else None) for v in stages]
             entries[step.member] = shipped.ship_entry(to, step.member, step.body, step.arch, step.strategy, versions,
                                                       provenance, default_version=stages[-1])
-        for name, (step, agent, stages, rows, provenance) in by_step.items():
+        for name, (step, stages, rows, its, provenance) in by_step.items():
             if not step.weights_of:
                 continue
             sibling = entries[plan.step(step.weights_of).member]

@@ -181,8 +181,6 @@ def run_plan(db: Database, plan: Plan, workers: int, address: str | None, log_di
     failed: list[str] = []
     try:
         while True:
-            states = step_states(db, plan)
-            by_name = {st.step.name: st for st in states}
             for name, child in list(children.items()):
                 code = child.proc.poll()
                 if code is None:
@@ -192,6 +190,7 @@ def run_plan(db: Database, plan: Plan, workers: int, address: str | None, log_di
                     failed.append(f"{name} (exit {code}; its log: {child.log})")
             states = step_states(db, plan)
             by_name = {st.step.name: st for st in states}
+            changed = False
             if not failed:
                 for step in plan.steps:
                     st = by_name[step.name]
@@ -201,6 +200,7 @@ def run_plan(db: Database, plan: Plan, workers: int, address: str | None, log_di
                         continue
                     if not step.trains:
                         register_tracking(db, step)
+                        changed = True
                         continue
                     if len(children) >= workers:
                         continue
@@ -210,6 +210,7 @@ def run_plan(db: Database, plan: Plan, workers: int, address: str | None, log_di
                                                 stdin=subprocess.DEVNULL, start_new_session=True,
                                                 preexec_fn=_die_with_parent)
                     children[step.name] = Child(step, proc, log)
+            if changed:  # a tracking step registered: its state (and what waits on it) is read again
                 states = step_states(db, plan)
             on_update(states, sorted(children))
             if not children and not any(st.state == ELSEWHERE for st in states):

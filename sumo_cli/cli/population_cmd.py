@@ -35,17 +35,23 @@ def _rows(states, running: list[str]) -> list[dict]:  # noqa: ANN001 - populatio
     return out
 
 
+def _totals(states, plan, workers: int) -> dict:  # noqa: ANN001
+    """The plan at a glance: steps done, seconds left, env steps and training seconds so far."""
+    from sumo_cli.population_runner import DONE, eta_seconds
+
+    return {"done": sum(st.state == DONE for st in states), "eta_seconds": eta_seconds(states, plan, workers),
+            "env_steps": sum(st.env_steps for st in states),
+            "training_seconds": round(sum(st.seconds for st in states), 1)}
+
+
 def _table(states, running: list[str], plan, workers: int):  # noqa: ANN001, ANN202
     from rich.table import Table
 
-    from sumo_cli.population_runner import DONE, eta_seconds
-
-    done = sum(st.state == DONE for st in states)
-    eta = eta_seconds(states, plan, workers)
-    steps, hours = sum(st.env_steps for st in states), sum(st.seconds for st in states) / 3600
-    table = Table(title=f"population plan {plan.path.name}: {done}/{len(states)} steps done, "
-                        f"about {_hms(eta)} left on {workers} worker(s); so far {steps / 1e6:.1f} M env steps and "
-                        f"{hours:.1f} h of training (the steps' own wall time)", title_justify="left")
+    t = _totals(states, plan, workers)
+    table = Table(title=f"population plan {plan.path.name}: {t['done']}/{len(states)} steps done, "
+                        f"about {_hms(t['eta_seconds'])} left on {workers} worker(s); so far {t['env_steps'] / 1e6:.1f} M "
+                        f"env steps and {t['training_seconds'] / 3600:.1f} h of training (the steps' own wall time)",
+                  title_justify="left")
     for col in ("step", "member", "state", "iterations", "s/it"):
         table.add_column(col, no_wrap=col in ("step", "member"), justify="right" if col in ("iterations", "s/it") else "left")
     for r in _rows(states, running):
@@ -56,12 +62,10 @@ def _table(states, running: list[str], plan, workers: int):  # noqa: ANN001, ANN
 
 
 def _plain_line(states, running: list[str], plan, workers: int) -> str:  # noqa: ANN001
-    from sumo_cli.population_runner import DONE, eta_seconds
-
-    done = sum(st.state == DONE for st in states)
+    t = _totals(states, plan, workers)
     now = ", ".join(f"{st.step.name} {st.done}/{st.total}" for st in states if st.step.name in running)
-    return (f"{time.strftime('%H:%M:%S')} plan {done}/{len(states)} steps done; running: {now or 'none'}; "
-            f"ETA {_hms(eta_seconds(states, plan, workers))}")
+    return (f"{time.strftime('%H:%M:%S')} plan {t['done']}/{len(states)} steps done; running: {now or 'none'}; "
+            f"ETA {_hms(t['eta_seconds'])}")
 
 
 @app.command("train")
@@ -136,8 +140,8 @@ def show(
     db = open_db(ctx)
     states = PR.step_states(db, plan)
     if json_out:
-        print_json({"plan": str(plan.path), "eta_seconds": PR.eta_seconds(states, plan, workers),
-                    "env_steps": sum(st.env_steps for st in states),
-                    "training_seconds": round(sum(st.seconds for st in states), 1), "steps": _rows(states, [])})
+        t = _totals(states, plan, workers)
+        print_json({"plan": str(plan.path), "eta_seconds": t["eta_seconds"], "env_steps": t["env_steps"],
+                    "training_seconds": t["training_seconds"], "steps": _rows(states, [])})
         return
     err_console.print(_table(states, [], plan, workers))
