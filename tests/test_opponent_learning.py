@@ -32,7 +32,8 @@ def test_stored_versions_are_stepped_through_as_the_experiment_does():
     assert "meeting 4 versions (16, 24, 32, 40)" in named.note
 
 
-@pytest.mark.parametrize("have, start, match", [([40], 40, "only version 40"), ([8, 40], 40, "its highest")])
+@pytest.mark.parametrize("have, start, match", [([40], 40, "only version 40"), ([8, 40], 40, "its highest is 40"),
+                                              ([8, 40], 50, "no stored version lies above it")])
 def test_an_opponent_that_cannot_learn_is_refused(have, start, match):
     with pytest.raises(UserError, match=match):
         learning_schedule("bug-lstm", have, start, True, 100)

@@ -43,8 +43,9 @@ def learning_schedule(agent: str, stored: list[int], start: int, start_named: bo
     top = have[-1]
     first = start if start_named else START_FRACTION * top
     if first >= top:
-        raise UserError(f"--opponent-learning from {agent}@{start}: that is its highest stored version, so it has "
-                        f"nothing to learn over the game; start lower with --start-version (it has {_ranges(have)})")
+        raise UserError(f"--opponent-learning from {agent}@{start}: no stored version lies above it (its highest is "
+                        f"{top}), so it has nothing to learn over the game; start lower with --start-version (it has "
+                        f"{_ranges(have)})")
     versions = opponent_versions(have, rounds, first / top)
     met = sorted(set(versions))
     note = (f"{agent} does not have versions {need[0]}..{need[-1]} (it has {_ranges(have)}), so it steps through "
