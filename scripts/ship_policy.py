@@ -3,6 +3,12 @@
     python scripts/ship_policy.py --db ~/sumo-runs/train.sqlite --agent ego-ant --versions 48,240 \
         --as ant-mlp --command "sumo train --body ant --arch mlp --seed 4 ..." --code-commit abc1234
 
+A learning opponent (the paper's Fig. 5) ships a range of consecutive versions in half precision
+(float16 parameters, upcast to float32 on loading; about half the size)::
+
+    python scripts/ship_policy.py --db ~/sumo-runs/train.sqlite --agent ego-bug-lstm --versions 700..999 \
+        --half --as bug-lstm --command "sumo train ..." --code-commit abc1234
+
 Env steps and wall time are read from the training run's stored iterations (wall time summed up to
 the shipped version); the command and the code commit are given, since a run resumed across
 commits cannot tell which command line started it. A run warm-started from a stored version
@@ -40,11 +46,30 @@ def _up_to(its: dict, iteration: int) -> tuple[int, float]:
     return its[iteration].env_steps, round(sum(i.wall_seconds for k, i in its.items() if k <= iteration), 1)
 
 
+def parse_versions(text: str) -> list[int] | None:
+    """``"48,240"`` -> [48, 240]; ``"700..999"`` -> [700, ..., 999]; None when it is neither."""
+    try:
+        if ".." in text:
+            first, last = (int(x) for x in text.split(".."))
+            return list(range(first, last + 1)) if first <= last else None
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        return None
+
+
+def format_missing(missing: list[int]) -> str:
+    """The first few missing versions, then how many more."""
+    head = ", ".join(str(v) for v in missing[:5])
+    return head + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True)
     ap.add_argument("--agent", required=True, help="the trained agent's name in that database")
-    ap.add_argument("--versions", required=True, help="comma-separated versions to ship; the last is the default")
+    ap.add_argument("--versions", required=True, help="comma-separated versions to ship, or a consecutive range "
+                    "FIRST..LAST (every version in it must be stored); the last is the default")
+    ap.add_argument("--half", action="store_true", help="store the parameters in half precision (float16)")
     ap.add_argument("--as", dest="name", required=True, help="the shipped agent's name")
     ap.add_argument("--command", required=True, help="the sumo command that reproduces the run")
     ap.add_argument("--code-commit", required=True)
@@ -52,10 +77,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--notes", default="")
     ap.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "policies"))
     args = ap.parse_args(argv)
-    wanted = [int(v) for v in args.versions.split(",")]
+    wanted = parse_versions(args.versions)
+    if wanted is None:
+        print(f"--versions {args.versions!r} is neither a comma-separated list nor a range FIRST..LAST", file=sys.stderr)
+        return 2
     db = Database(args.db if "://" in args.db else f"sqlite:///{Path(args.db).expanduser().resolve()}")
     with db.read() as s:
         agent, rows, run, its = _training(s, args.agent)
+        missing = [v for v in wanted if v not in rows]
+        if missing:
+            print(f"{args.agent} lacks {len(missing)} of the versions asked for ({format_missing(missing)}); it has "
+                  f"{len(rows)} versions, {min(rows, default=None)}..{max(rows, default=None)}", file=sys.stderr)
+            return 2
         versions = []
         for v in wanted:
             row: Version = rows[v]
@@ -80,8 +113,16 @@ def main(argv: list[str] | None = None) -> int:
             provenance["env_steps_both_stages"] = steps + steps0
             provenance["wall_seconds_both_stages"] = round(wall + wall0, 1)
         body, arch, strategy = agent.body, agent.arch, agent.strategy
-    entry = shipped.ship(Path(args.to), args.name, body, arch, strategy, versions, provenance, default_version=wanted[-1])
-    print(f"shipped {args.name}: versions {[v['version'] for v in entry['versions']]} into {args.to}")
+    if args.half:
+        entry = shipped.ship_half_entry(Path(args.to), args.name, body, arch, strategy, versions, provenance,
+                                        default_version=wanted[-1])
+        shipped.write_manifest(Path(args.to), [entry], keep=True)
+    else:
+        entry = shipped.ship(Path(args.to), args.name, body, arch, strategy, versions, provenance, default_version=wanted[-1])
+    size = sum((Path(args.to) / (v["file"] + s)).stat().st_size for v in entry["versions"] for s in (".safetensors", ".json"))
+    shown = [v["version"] for v in entry["versions"]]
+    listed = f"{shown[0]}..{shown[-1]} ({len(shown)})" if len(shown) > 3 else str(shown)
+    print(f"shipped {args.name}: versions {listed}{' in float16' if args.half else ''}, {size / 1e6:.1f} MB, into {args.to}")
     return 0
 
 

@@ -197,3 +197,24 @@ def ship(folder: Path, name: str, body: str, arch: str, strategy: str,
     entry = ship_entry(folder, name, body, arch, strategy, versions, provenance, default_version)
     write_manifest(folder, [entry], keep=True)
     return entry
+
+
+def ship_half_entry(folder: Path, name: str, body: str, arch: str, strategy: str,
+                    versions: list[tuple[int, Path, str, int | None, int | None]], provenance: dict,
+                    default_version: int | None = None) -> dict:
+    """As :func:`ship_entry`, but each version is written as a float16 copy
+    (:func:`sumo_cli.nets.half.save_half`; the source checked against its SHA-256 first) and the
+    manifest records the copy's hash; the entry's provenance says ``stored_dtype: float16``."""
+    from sumo_cli.nets.half import STORED_DTYPE, save_half
+
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for version, base, sha, iteration, steps in versions:
+        rel = f"{name}/v{version:05d}"
+        try:
+            digest = save_half(Path(str(base).removesuffix(".safetensors")), sha, folder / rel)
+        except UserError as exc:
+            raise ValueError(str(exc)) from exc
+        entries.append({"version": version, "file": rel, "sha256": digest, "iteration": iteration, "env_steps": steps})
+    return {"name": name, "body": body, "arch": arch, "strategy": strategy, "default_version": default_version,
+            "versions": entries, "provenance": {**provenance, "stored_dtype": STORED_DTYPE}}

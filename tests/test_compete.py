@@ -66,7 +66,7 @@ def test_bad_input_is_one_sentence_and_exit_2(db_copy):
     cases = [
         (("play", "zoo-ant-lstm-v3", "zoo-ant-lstm-v9"), "close matches"),
         (("play", "zoo-ant-lstm-v3", "zoo-bug-lstm-v3", "--rounds", 0), "--rounds"),
-        (("play", "zoo-ant-lstm-v3", "zoo-bug-lstm-v3", "--opponent-learning", "--rounds", 5), "needs versions"),
+        (("play", "zoo-ant-lstm-v3", "zoo-bug-lstm-v3", "--opponent-learning", "--rounds", 5), "several stored versions"),
         (("tournament", "--matches", 5), "cannot fill the population"),
         (("tournament", "--agents", ZOO3, "--matches", -1), "--matches"),
         (("tournament", "--resume", 999), "no tournament run"),

@@ -97,7 +97,8 @@ def adaptation(
     resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
     json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
 ) -> None:
-    """Fig. 5: each agent against each learning opponent (its version strides from 0.35 K to K over the game)."""
+    """Fig. 5: each agent against each learning opponent (its version strides from 0.35 K to K over the game);
+    each adaptive agent (track, meta) is paired with itself unadapted (NAME:none, added if not named), on the same seeds."""
     _game_experiment(ctx, "adaptation", agents, opponents, rounds, [episodes], repeats, physics, seed, workers,
                      address, resume, json_out)
 
@@ -176,6 +177,15 @@ def _game_experiment(ctx, kind, agents, opponents, rounds, episodes, repeats, ph
             opps = players
         else:
             opps = X.resolve_players(db, _split(opponents), "--opponents")
-        return X.config(kind, players, opps, rounds, episodes, repeats, physics)
+        if kind == "adaptation":  # each adaptive player against itself unadapted, on the same seeds
+            from sumo_cli.compete.pairing import twins_to_add
+
+            twins = twins_to_add(players)
+            players += X.resolve_players(db, twins, "--agents")
+            if twins:
+                err_console.print(f"paired with the same weights unadapted, on the same seeds: {', '.join(twins)}",
+                                  highlight=False, soft_wrap=True)
+        cfg = X.config(kind, players, opps, rounds, episodes, repeats, physics)
+        return {**cfg, "paired": True} if kind == "adaptation" else cfg
 
     _execute(ctx, kind, build, resume, seed, workers, address, json_out)

@@ -24,9 +24,14 @@ def play(
     seed: int = typer.Option(0, "--seed", help="Seed of the bouts and the agents' action noise."),
     physics: str = typer.Option("faithful", "--physics", help="faithful (RK4, as the original) or fast (implicitfast)."),
     opponent_learning: bool = typer.Option(
-        False, "--opponent-learning", help="B's version grows by one every round, as if it kept training by self-play."
+        False, "--opponent-learning", help="B keeps learning over the game, as if it kept training by self-play: its "
+        "version grows by one every round where it has every version needed, else it steps through its stored versions "
+        "as `sumo experiment adaptation` does (each round the highest stored version not above a target moving to its "
+        "highest), and says so. B needs at least two stored versions."
     ),
-    start_version: Optional[int] = typer.Option(None, "--start-version", help="B's first version with --opponent-learning."),
+    start_version: Optional[int] = typer.Option(None, "--start-version", help="B's first version with --opponent-learning "
+                                                "(default: B@V if named, else its default version where the versions "
+                                                "that follow it are stored, else 0.35 of its highest, as the experiment)."),
     threads: Optional[int] = threads_option("Physics threads of the game"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the per-round win-rate curve to this PNG."),
     video: Optional[Path] = typer.Option(None, "--video", help="Record the first episode of the first and last rounds to this MP4."),
@@ -54,6 +59,8 @@ def play(
 
     job = prepare_game(db, agent_a, agent_b, rounds, episodes, seed, physics, threads, opponent_learning, start_version)
     tell_default_step_sizes([job.a, job.b[0]])
+    if job.note:
+        err_console.print(job.note, markup=False, highlight=False, soft_wrap=True)
     with first_interrupt_only():  # a second Ctrl-C cannot break the storing of the rounds played
         outcome = run_and_store(db, job, _live_view(job, json_out), video=video)
     if outcome.interrupted:

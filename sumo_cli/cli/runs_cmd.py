@@ -148,6 +148,10 @@ def show(
         from sumo_cli.learn.meta_selfplay import heldout_summary
 
         doc["heldout"] = heldout_summary([it["metrics"] for it in iterations])
+        from sumo_cli.report.heldout import heldout_curve, last_share
+
+        doc["heldout_curve"] = heldout_curve(iterations)
+        doc["heldout_last"] = last_share(doc["heldout_curve"], iterations[-1]["iteration"])
     if csv_out:
         doc["csv"] = str(_write_results_csv(csv_out, doc))
     if json_out:
@@ -158,6 +162,10 @@ def show(
         _print_iterations(run, iterations, every)
     if doc.get("heldout"):
         err_console.print(heldout_line(doc["heldout"]), highlight=False)
+    if doc.get("heldout_curve"):
+        from sumo_cli.cli.heldout_view import print_heldout
+
+        print_heldout(doc["heldout_curve"], doc["heldout_last"])
     if kind == "tournament":
         from sumo_cli.cli.tournament_cmd import leaderboard_table, print_categories
 

@@ -18,7 +18,8 @@ few stored versions the opponent changes only where a stored version is reached;
 how many distinct versions each game met.
 
 Every game is written once, keyed by (run, index); its seed is derived from the run's seed and its
-index, so an interrupted run, resumed, ends exactly as an uninterrupted one.
+index (in a paired adaptation run, an unadapted twin's game takes its adaptive player's index:
+compete/pairing.py), so an interrupted run, resumed, ends exactly as an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from sumo_cli import __version__, names
+from sumo_cli.compete.pairing import seed_indexes
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.errors import UserError
 from sumo_cli.runtime import ownership
@@ -217,6 +219,7 @@ class ExperimentRunner:
         owner = ownership.claim(self.db, self.run_id)
         outcomes = self.done()
         games, ids = [], {}
+        seeds = seed_indexes(self.cfg, self.plan)  # an adaptive player's unadapted twin plays its seeds
         for g in self.plan:
             if g["index"] in outcomes:
                 continue
@@ -228,7 +231,7 @@ class ExperimentRunner:
                 bs = [self._data(f"{opp['agent']}@{v}", opp["strategy"]) for v in g["b_versions"]]
             settings = dataclasses.asdict(GameSettings(rounds=self.cfg["rounds"], episodes=g["episodes"],
                                                        physics=self.cfg["physics"], threads=1))
-            games.append((g["index"], a, [b for b, _ in bs], settings, game_seed(self.seed, g["index"])))
+            games.append((g["index"], a, [b for b, _ in bs], settings, game_seed(self.seed, seeds[g["index"]])))
             ids[g["index"]] = (va, bs[0][1])
         jobs = ((i, (games[i:i + per_job],)) for i in range(0, len(games), per_job))
         mj = mujoco_version()

@@ -6,8 +6,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sumo_cli import __version__
+from sumo_cli import __version__, names
 from sumo_cli.compete.game import AgentData, GameSettings, play_game
+from sumo_cli.compete.learning_opponent import learning_schedule
 from sumo_cli.compete.summary import summarise
 from sumo_cli.errors import UserError
 from sumo_cli.library import load_agent
@@ -31,6 +32,7 @@ class GameJob:
     settings: GameSettings
     seed: int
     opponent_learning: bool
+    note: str | None = None  # how a learning opponent steps through its stored versions, when not one by one
 
     @property
     def rounds(self) -> int:
@@ -57,16 +59,12 @@ def prepare_game(
             agent = registry.get_agent(s, rv.agent_name)
             have = sorted(v.version for v in agent.versions)
         start = start_version if start_version is not None else rv.version
-        need = list(range(start, start + rounds))
-        missing = sorted(set(need) - set(have))
-        if missing:
-            raise UserError(
-                f"--opponent-learning from {rv.agent_name}@{start} over {rounds} rounds needs versions "
-                f"{need[0]}..{need[-1]}, but {len(missing)} are missing (it has {have[0]}..{have[-1]})"
-            )
+        named = start_version is not None or names.parse(name_b).version is not None
+        schedule = learning_schedule(rv.agent_name, have, start, named, rounds)
         played_as = f":{rv.played_as}" if rv.played_as else ""
-        b = [AgentData.from_loaded(load_agent(db, f"{rv.agent_name}@{v}{played_as}")) for v in need]
-        vb_id = load_agent(db, f"{rv.agent_name}@{start}").version_id
+        loaded = {v: load_agent(db, f"{rv.agent_name}@{v}{played_as}") for v in sorted(set(schedule.versions))}
+        b = [AgentData.from_loaded(loaded[v]) for v in schedule.versions]
+        vb_id = loaded[schedule.versions[0]].version_id
     else:
         if start_version is not None:
             raise UserError("--start-version only applies with --opponent-learning")
@@ -74,7 +72,8 @@ def prepare_game(
         b = [AgentData.from_loaded(lb)]
         vb_id = lb.version_id
     settings = GameSettings(rounds=rounds, episodes=episodes, physics=physics, threads=threads)
-    return GameJob(AgentData.from_loaded(la), b, la.version_id, vb_id, settings, seed, opponent_learning)
+    return GameJob(AgentData.from_loaded(la), b, la.version_id, vb_id, settings, seed, opponent_learning,
+                   schedule.note if opponent_learning else None)
 
 
 @dataclass

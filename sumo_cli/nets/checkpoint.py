@@ -21,6 +21,10 @@ tensors and metadata together**. The JSON file is a readable copy that additiona
 the JSON copy to equal the embedded one and its recorded hash to equal the file's, so an edited
 JSON file is detected even without an expected hash.
 
+Half precision: a shipped version may store its parameters as float16 (:mod:`sumo_cli.nets.half`;
+``tensors`` then lists them as ``float16`` and ``stored_dtype`` says so); :func:`load_checkpoint`
+checks the stored bytes as they are and returns every float16 tensor upcast to float32.
+
 Both files are written atomically (temporary file in the same folder, fsync, ``os.replace``), the
 tensors first; a crash between the two leaves a pair that :func:`load_checkpoint` rejects.
 """
@@ -290,4 +294,6 @@ def load_checkpoint(path: str | Path, expected_sha256: str | None) -> Checkpoint
         _check_content(spec, tensors)
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"checkpoint {st_path}: its tensors do not fit its policy spec ({exc})") from exc
+    # half-precision shipping (sumo_cli/nets/half.py): float16 as stored, float32 for playing
+    tensors = {k: v.float() if v.dtype == torch.float16 else v for k, v in tensors.items()}
     return Checkpoint(path=st_path, spec=spec, tensors=tensors, metadata=embedded, sha256=digest)

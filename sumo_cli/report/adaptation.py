@@ -110,6 +110,9 @@ def fig5(db, run: dict, out: Path) -> Section | None:  # noqa: ANN001
         want = s_ if label.startswith("meta") else (None if s_ is None else not s_)
         sec.verdicts.append(verdict(label, want, f"last {edge} minus first {edge} rounds, pooled over {len(pooled)} "
                                                  f"games: {m[0]:+.2f} (95% {lo[0]:+.2f} to {hi[0]:+.2f})"))
+    from sumo_cli.report.paired import add_paired  # the verdict first: adapted minus unadapted, game by game
+
+    add_paired(sec, run, {g["index"]: g for gs in groups.values() for g in gs})
     return sec
 
 

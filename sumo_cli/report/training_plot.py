@@ -69,9 +69,16 @@ def _title(run: dict) -> str:
 
 
 def _sumo(run: dict, iterations: list[dict], path: str | Path) -> Path:
+    from sumo_cli.report.heldout import draw_heldout, heldout_curve, last_share
+
     plt = _pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), dpi=120)
-    (a, b), (c, d) = axes
+    curve = heldout_curve(iterations)  # a meta run: its held-out gain in a third row
+    fig, axes = plt.subplots(3 if curve else 2, 2, figsize=(10, 10.5 if curve else 7), dpi=120)
+    (a, b), (c, d) = axes[:2]
+    if curve:
+        for ax in axes[2]:
+            ax.remove()
+        draw_heldout(fig.add_subplot(3, 1, 3), curve, last_share(curve, iterations[-1]["iteration"]))
 
     drew = False
     for key, label, color in (("win_rate", "win", "tab:green"), ("draw_rate", "draw", "tab:grey"),
