@@ -4,11 +4,12 @@ A sitting trains what it can and ships it (scripts/ship_population.py); the next
 fresh machine with nothing but the repository. A training step whose run is not in the local
 database, and whose member the manifest ships from that very step (its ``plan_step``), then
 continues from the shipped final stage: a new ``sumo train`` run named as the step, ``--init-from``
-the shipped version, for the iterations the plan asks beyond those shipped, with the shipped
-versions among its opponents (its early history), without the teacher and the motionless start it
-had as a beginner. When the plan asks no more than shipped, the step is done from shipped: the
-shipped versions are registered under the step's name (the same files and hashes), so the steps
-that name it find them. Shipped versions are numbered by the iterations done in all, so a continued
+the shipped version, for the iterations the plan asks beyond those shipped, a self-play step with the
+shipped versions among its opponents (its early history), without the teacher and the motionless
+start it had as a beginner (a meta step's learnt step sizes start afresh: --init-from takes the
+policy and its observation statistics). When the plan asks no more than shipped, the step is done
+from shipped: the shipped versions are registered under the step's name (the same files and
+hashes), so the steps that name it find them. Shipped versions are numbered by the iterations done in all, so a continued
 run's iteration ``i`` is the agent's iteration ``shipped + i``.
 
 No torch and no SQLAlchemy here: the manifest is read with :mod:`sumo_cli.shipped`, the database
@@ -80,8 +81,8 @@ def continued_from(s, step: Step, run_config: dict) -> int:  # noqa: ANN001 - a 
 def continue_options(step: Step, shipped_step: ShippedStep, total: int) -> list[str]:
     """The ``sumo train`` options that continue a step from its shipped final stage up to ``total``
     iterations in all (the last value of an option wins)."""
-    opponents = [o for o in (step.option("--opponents") or "self").split(",") if o.strip()]
-    if shipped_step.member not in opponents:
+    opponents = [o.strip() for o in (step.option("--opponents") or "self").split(",") if o.strip()]
+    if "self" in opponents and shipped_step.member not in opponents:  # self-play: its shipped history too
         opponents.append(shipped_step.member)
     extra = ["--init-from", f"{shipped_step.member}@{shipped_step.final}", "--iterations", str(total - shipped_step.iterations),
              "--opponents", ",".join(opponents)]

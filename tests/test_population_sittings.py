@@ -139,3 +139,32 @@ def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, mo
     assert code == 0, err
     runs, versions = _runs(db)
     assert runs == {"t-ant": ("ant-mlp@5", 1)} and versions["t-ant"] == [1]
+
+
+def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stage():
+    import typer
+
+    from sumo_cli.cli.app import app
+    from sumo_cli.population_plan import Step, load_plan
+    from sumo_cli.population_shipped import ShippedStep, continue_options
+
+    known = {o for p in typer.main.get_command(app).commands["train"].params for o in (*p.opts, *p.secondary_opts)}
+    plan = load_plan()
+
+    def last(opts: list[str], flag: str) -> str | None:
+        return Step("", "", tuple(opts)).option(flag)
+
+    for name, member in (("pop-spider-mlp", "spider-mlp"), ("pop-ant-rl2", "ant-rl2"), ("pop-ant-meta", "ant-meta")):
+        step = plan.step(name)
+        opts = continue_options(step, ShippedStep(member, 150, 150, 0, (30, 60, 90, 120, 150)), 600)
+        assert all(t.split("=", 1)[0] in known for t in opts if t.startswith("-"))
+        assert last(opts, "--name") == name and last(opts, "--init-from") == f"{member}@150"
+        assert last(opts, "--iterations") == "450" and last(opts, "--seed") == "1"
+        opponents = last(opts, "--opponents").split(",")
+        if name == "pop-spider-mlp":  # self-play: its shipped history among its opponents, no beginner's start
+            assert opponents == ["self", "pop-ant-mlp", "pop-bug-mlp", "spider-mlp"]
+            assert last(opts, "--teacher") == "none" and last(opts, "--motionless-iterations") == "0"
+        elif name == "pop-ant-rl2":  # against the pool, as planned; its teacher taught the beginner only
+            assert opponents == ["pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"] and last(opts, "--teacher") == "none"
+        else:
+            assert opponents == ["pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"] and last(opts, "--teacher") is None
