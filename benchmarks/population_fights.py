@@ -252,9 +252,10 @@ def markdown(out: dict, args) -> str:  # noqa: ANN001 - the parsed arguments
         if cells:
             lines.append(f"| `{k}` | " + " | ".join(cells) + " |")
     keys_with_budget = [k for k in keys if out[k].get("budget")]
-    lines += [] if not keys_with_budget else ["", "What each agent's training cost on the 2-core machine that trained the plan (the runs' own recorded wall "
-              "time, two steps side by side; a tracking agent plays its sibling's versions and costs nothing more):", "",
-              "| agent | iterations | env steps | wall hours |", "|---|---|---|---|"]
+    if keys_with_budget:
+        lines += ["", "What each agent's training cost on the 2-core machine that trained the plan (the runs' own recorded "
+                  "wall time, two steps side by side; a tracking agent plays its sibling's versions and costs nothing more):",
+                  "", "| agent | iterations | env steps | wall hours |", "|---|---|---|---|"]
     total_steps = total_s = 0
     for k in keys_with_budget:
         b = out[k]["budget"]

@@ -132,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
             agent = agents[m]
             step = plan.step(plan.members()[m])
             run_id = (agent.origin or {}).get("run_id") if agent else None
+            origin = agent.origin or {} if agent else {}
+            if run_id is None and step.trains and "wall_seconds" in origin:  # a shipped agent: all its sittings
+                budget[m] = (origin.get("iterations"), origin.get("env_steps") or 0, origin.get("wall_seconds") or 0.0)
+                continue
             if agent is None or run_id is None or not step.trains:
                 continue
             its = s.query(Iteration).filter(Iteration.run_id == run_id).all()

@@ -107,8 +107,8 @@ def step_states(db: Database, plan: Plan) -> list[StepState]:
             else:
                 state = FAILED if run.status == "failed" else PARTIAL
             out.append(StepState(step, state, run.id, offset + run.progress_done, total, float(wall), int(steps),
-                                 None if run.progress_total is None else offset + run.progress_total, offset, PS.LOCAL if state != DONE else "",
-                                 shipped.get(step.name)))
+                                 None if run.progress_total is None else offset + run.progress_total, offset,
+                                 PS.LOCAL if state != DONE else "", shipped.get(step.name)))
     return out
 
 

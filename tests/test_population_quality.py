@@ -125,3 +125,20 @@ def test_a_database_that_is_not_there_is_refused_and_not_created(tmp_path, capsy
     code, out = _run(tmp_path / "missing.sqlite", tmp_path, "--parts", "bars")
     assert code == 2 and "--db" in capsys.readouterr().err
     assert out is None and not (tmp_path / "missing.sqlite").exists()
+
+
+def test_the_page_shows_how_bouts_end_and_a_shipped_agents_budget_in_all_its_sittings():
+    from types import SimpleNamespace
+
+    from benchmarks.population_fights import bars, markdown
+
+    ends = {"won_ring_out": 1, "won_fall": 0, "lost_ring_out": 0, "lost_fall": 0, "timeout": 2, "unstable": 0, "drawn_other": 0}
+    games = {"motionless-ant": {"won": 1, "drawn": 2, "lost": 0, "bouts": 3, "ends": ends, "length": {"mean": 400.0, "median": 500}}}
+    out = {"spider-mlp": {"agent": "spider-mlp@600", "slot": "spider-mlp", "stage_versions": [120, 600], "games": games,
+                          "bars": bars("spider-mlp", games), "all_bars_met": False,
+                          "budget": {"iterations": 600, "env_steps": 19_660_800, "wall_seconds": 7200.0}}}
+    args = SimpleNamespace(rounds=1, cross_rounds=1, seed=1, parts="bars", zoo_used=None)
+    page = markdown(out, args)
+    assert "| `spider-mlp` | motionless-ant | 3 | 33% | 0% | 0% | 67% | 400 | 500 |" in page
+    assert "66.7% (2/3; 21%-94%) **below** | not met |" in page  # the timeouts vs motionless: stands off
+    assert "| `spider-mlp` | 600 | 19.66 M | 2.00 |" in page

@@ -40,7 +40,8 @@ def _plan(tmp_path: Path, ant_iterations: int) -> Path:
 def _ship(db: Path, plan: Path, to: Path, commit: str) -> dict:
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ship_population", Path(__file__).resolve().parents[1] / "scripts" / "ship_population.py")
+    script = Path(__file__).resolve().parents[1] / "scripts" / "ship_population.py"
+    spec = importlib.util.spec_from_file_location("ship_population", script)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main(["--db", str(db), "--plan", str(plan), "--code-commit", commit, "--to", str(to)]) == 0
