@@ -179,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     results: dict = {}
     if args.merge and Path(args.out).is_file():
-        results = {slot: dict(e["games"]) for slot, e in json.loads(Path(args.out).read_text()).items()}
+        previous = json.loads(Path(args.out).read_text())
+        results = {slot: dict(e["games"]) for slot, e in previous.items()}
+        for key, e in previous.items():  # a candidate measured before: as the file says
+            if key not in stages and "@" in key:
+                slots[key], stages[key], slot_of[key] = e["agent"].split("@")[0], e["stage_versions"], e["slot"]
     with ProcessPoolExecutor(args.workers) as pool_ex:
         for (slot, what), r in pool_ex.map(_play, jobs):
             results.setdefault(slot, {})[what] = r
