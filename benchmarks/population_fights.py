@@ -68,11 +68,11 @@ def zoo_folder(given: str | None, repo_root: Path) -> Path | None:
     return p if p.is_dir() else None
 
 
-def zoo_opponents(db, body: str, folder: Path | None) -> dict:  # noqa: ANN001 - store.database.Database
+def zoo_opponents(db, body: str, folder: Path | None, load_agent) -> dict:  # noqa: ANN001
     """``{"zoo-<body>-<arch>-v3": AgentData}`` for the body's original MLP v3 and LSTM v3: the
-    database's imported ones, else the zoo folder's files; empty when neither has them."""
+    database's imported ones (``load_agent(db, name)``: the agent library's), else the zoo folder's
+    files; empty when neither has them."""
     from sumo_cli.compete.game import AgentData
-    from sumo_cli.library import load_agent
     from sumo_cli.store import registry
 
     out = {}

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                      ((slot, "random"), final, ("random", ref.body), args.rounds, seed + 2),
                      ((slot, "stage-1"), final, data(slot, vs[0]), args.rounds, seed + 3)]
         if "zoo" in args.parts and args.zoo_used:
-            zoo.setdefault(ref.body, PF.zoo_opponents(db, ref.body, args.zoo_used))
+            zoo.setdefault(ref.body, PF.zoo_opponents(db, ref.body, args.zoo_used, load_agent))
             jobs += [((slot, name), final, opp, args.rounds, seed + 4 + k) for k, (name, opp) in enumerate(zoo[ref.body].items())]
         if "cross" not in args.parts:
             continue

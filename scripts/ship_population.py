@@ -8,9 +8,10 @@ entry names its sibling's files, so shared weights are stored once. The manifest
 holds the population and nothing else; only what changed is written (a file already shipped with the
 same SHA-256 is left as it is, an agent done from shipped keeps its entry, files no longer shipped are
 removed), so the history stays small. A step that continued from its shipped final stage (a new
-sitting, sumo_cli/population_shipped.py) ships its five stages among the shipped versions and its
+sitting, sumo_cli/runs/population_shipped.py) ships its five stages among the shipped versions and its
 run's, numbered by the iterations in all; ``iterations``, ``env_steps`` and ``wall_seconds`` count
-all sittings, and ``sittings`` lists each one's budget. Each entry's provenance is its plan entry (the step, its
+all sittings, and ``sittings`` lists each one's budget. Each entry's provenance is its plan entry
+(the step, its
 ``sumo train`` options, what it depends on), seed, env steps and wall time up to its last stage, the
 code commit, the run's stored configuration, what the paper did instead, and, with ``--quality``, the
 measured results (a JSON object keyed by slot, written by ``python -m benchmarks.population_quality``).
@@ -26,8 +27,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from sumo_cli import population_shipped as PS
 from sumo_cli import shipped
+from sumo_cli.compete.population import stage_versions
 from sumo_cli.population_plan import default_plan_path, load_plan
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quality", help="measured results by slot (JSON)")
     ap.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "policies"))
     args = ap.parse_args(argv)
+    from sumo_cli.runs import population_shipped as PS
+
     plan = load_plan(args.plan)
     quality = json.loads(Path(args.quality).read_text()) if args.quality else {}
     to = Path(args.to)
@@ -85,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             run, its = _run_iterations(s, agent)
             offset = PS.continued_from(s, plan.step(source), run.config or {})  # iterations shipped before its run
             before = prior.get(plan.step(source).member) if offset else None
-            stages, old = PS.merged_versions(before, offset, [v.version for v in agent.versions])
+            held, old = PS.merged_versions(before, offset, [v.version for v in agent.versions])
+            stages = stage_versions(held)
             rows = {offset + v.version: v for v in agent.versions}
             last = rows[stages[-1]].iteration
             steps, wall = its[last].env_steps, round(sum(i.wall_seconds for k, i in its.items() if k <= last), 1)

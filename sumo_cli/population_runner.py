@@ -23,7 +23,7 @@ from typing import Callable
 
 from sqlalchemy import func, select
 
-from sumo_cli import population_shipped as PS
+from sumo_cli.runs import population_shipped as PS
 from sumo_cli.errors import UserError
 from sumo_cli.population_plan import Plan, Step
 from sumo_cli.runtime import ownership

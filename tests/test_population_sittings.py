@@ -146,14 +146,15 @@ def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stag
     import typer
 
     from sumo_cli.cli.app import app
-    from sumo_cli.population_plan import Step, load_plan
-    from sumo_cli.population_shipped import ShippedStep, continue_options
+    from sumo_cli.runs.population_shipped import ShippedStep, continue_options
+    from tests.test_population_plan import load_plan
 
     known = {o for p in typer.main.get_command(app).commands["train"].params for o in (*p.opts, *p.secondary_opts)}
     plan = load_plan()
 
     def last(opts: list[str], flag: str) -> str | None:
-        return Step("", "", tuple(opts)).option(flag)
+        values = [opts[i + 1] for i, t in enumerate(opts[:-1]) if t == flag]
+        return values[-1] if values else None
 
     for name, member in (("pop-spider-mlp", "spider-mlp"), ("pop-ant-rl2", "ant-rl2"), ("pop-ant-meta", "ant-meta")):
         step = plan.step(name)

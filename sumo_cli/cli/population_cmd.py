@@ -39,9 +39,9 @@ def _rows(states, running: list[str]) -> list[dict]:  # noqa: ANN001 - populatio
 
 def _totals(states, plan, workers: int) -> dict:  # noqa: ANN001
     """The plan at a glance: steps done, seconds left, env steps and training seconds so far."""
-    from sumo_cli.population_runner import DONE, SHIPPED_DONE, eta_seconds
+    from sumo_cli.population_runner import DONE, eta_seconds
 
-    return {"done": sum(st.state in (DONE, SHIPPED_DONE) for st in states), "eta_seconds": eta_seconds(states, plan, workers),
+    return {"done": sum(st.state.startswith(DONE) for st in states), "eta_seconds": eta_seconds(states, plan, workers),
             "env_steps": sum(st.env_steps for st in states),
             "training_seconds": round(sum(st.seconds for st in states), 1)}
 
@@ -85,9 +85,8 @@ def train(
                                         "beside the checkpoints)."),
 ) -> None:
     """Train every step of the plan not done yet, in dependency order: finished steps are skipped,
-    interrupted ones resumed exactly, and a step whose run is not here continues from its agent's
-    shipped final stage (policies/) when the plan asks more than shipped; Ctrl-C stops every step
-    after it saves and prints the command that continues."""
+    interrupted ones resumed exactly; Ctrl-C stops every step after it saves and prints the command
+    that continues."""
     from sumo_cli.population_plan import load_plan
 
     workers = resolve_workers(workers)
@@ -136,8 +135,7 @@ def show(
     workers: Optional[int] = workers_option("Steps the time left assumes side by side"),
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
-    """Where each step of the plan stands in the database: done, continues locally (its run is here), or
-    continues from the versions shipped in policies/ (its run is not); and the time left for the whole plan."""
+    """Where each step of the plan stands in the database, and the time left for the whole plan."""
     from sumo_cli.population_plan import load_plan
 
     workers = resolve_workers(workers)

@@ -12,7 +12,7 @@ from shipped: the shipped versions are registered under the step's name (the sam
 hashes), so the steps that name it find them. Shipped versions are numbered by the iterations done in all, so a continued
 run's iteration ``i`` is the agent's iteration ``shipped + i``.
 
-No torch and no SQLAlchemy here: the manifest is read with :mod:`sumo_cli.shipped`, the database
+No torch and no SQLAlchemy here: the manifest is read by the shipped-policies module, the database
 through :mod:`sumo_cli.store.registry`.
 """
 
@@ -21,9 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sumo_cli import shipped
 from sumo_cli.errors import UserError
-from sumo_cli.population_plan import Plan, Step
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 
@@ -43,9 +41,17 @@ class ShippedStep:
     versions: tuple[int, ...]  # the shipped ones
 
 
-def shipped_steps(plan: Plan) -> dict[str, ShippedStep]:
+def _read_manifest() -> list:
+    try:  # the shipped policies' module: in store/ once the package is laid out in layers
+        from sumo_cli.store import shipped
+    except ImportError:
+        from sumo_cli import shipped
+    return shipped.read_manifest()
+
+
+def shipped_steps(plan) -> dict[str, ShippedStep]:  # noqa: ANN001 - a population_plan.Plan
     """step name -> what the manifest (``policies/``, or ``SUMO_POLICIES``) ships from it."""
-    by_name = {a.name: a for a in shipped.read_manifest()}
+    by_name = {a.name: a for a in _read_manifest()}
     out = {}
     for step in plan.steps:
         agent = by_name.get(step.member) if step.member and step.trains else None
@@ -66,7 +72,7 @@ def from_shipped(agent) -> str | None:  # noqa: ANN001 - store.models.Agent
     return (agent.origin or {}).get(ORIGIN_KEY) if agent is not None else None
 
 
-def continued_from(s, step: Step, run_config: dict) -> int:  # noqa: ANN001 - a read session
+def continued_from(s, step, run_config: dict) -> int:  # noqa: ANN001 - a read session, a population_plan.Step
     """The iterations shipped before a step's run began: its ``--init-from`` is the step's shipped
     member (a continuation), else 0."""
     init = str((run_config.get("train") or {}).get("init_from") or "")
@@ -78,7 +84,7 @@ def continued_from(s, step: Step, run_config: dict) -> int:  # noqa: ANN001 - a 
     return int(row.iteration) if row is not None and row.iteration is not None else int(version)
 
 
-def continue_options(step: Step, shipped_step: ShippedStep, total: int) -> list[str]:
+def continue_options(step, shipped_step: ShippedStep, total: int) -> list[str]:  # noqa: ANN001 - a population_plan.Step
     """The ``sumo train`` options that continue a step from its shipped final stage up to ``total``
     iterations in all (the last value of an option wins)."""
     opponents = [o.strip() for o in (step.option("--opponents") or "self").split(",") if o.strip()]
@@ -91,7 +97,7 @@ def continue_options(step: Step, shipped_step: ShippedStep, total: int) -> list[
     return ["--name", step.name, *step.train, *extra]
 
 
-def register(db: Database, step: Step, shipped_step: ShippedStep) -> int:
+def register(db: Database, step, shipped_step: ShippedStep) -> int:  # noqa: ANN001 - a population_plan.Step
     """Register the shipped member's versions under the step's name (a step done from shipped);
     returns how many versions it added."""
     added = 0
@@ -114,7 +120,7 @@ def register(db: Database, step: Step, shipped_step: ShippedStep) -> int:
     return added
 
 
-def unregister(db: Database, step: Step) -> None:
+def unregister(db: Database, step) -> None:  # noqa: ANN001 - a population_plan.Step
     """Forget a registered-from-shipped step agent (the plan now asks more of it: it continues)."""
     with db.write() as s:
         agent = registry.get_agent(s, step.name)
@@ -127,14 +133,12 @@ def unregister(db: Database, step: Step) -> None:
 
 
 def merged_versions(prior: dict | None, offset: int, run_versions: list[int]) -> tuple[list[int], dict[int, dict]]:
-    """The five stages of an agent whose run continued from its shipped final stage (``offset``
-    iterations shipped before it): the stored versions nearest K/5 .. K among the shipped ones and
-    the run's, numbered by the iterations in all (run version ``v`` is ``offset + v``). Returns the
-    stages and the shipped versions' manifest rows by version (kept as they are)."""
-    from sumo_cli.compete.population import stage_versions
-
+    """The versions an agent holds when its run continued from its shipped final stage (``offset``
+    iterations shipped before it): the shipped ones up to there and the run's, numbered by the
+    iterations in all (run version ``v`` is ``offset + v``); its five stages are chosen among them.
+    Returns them sorted, and the shipped versions' manifest rows by version (kept as they are)."""
     old = {v["version"]: v for v in prior["versions"] if v["version"] <= offset} if prior and offset else {}
-    return stage_versions(sorted(set(old) | {offset + v for v in run_versions})), old
+    return sorted(set(old) | {offset + v for v in run_versions}), old
 
 
 def sittings(prior: dict | None, offset: int, this: dict) -> list[dict]:
