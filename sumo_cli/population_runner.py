@@ -23,11 +23,11 @@ from typing import Callable
 
 from sqlalchemy import func, select
 
-from sumo_cli.runs import population_shipped as PS
 from sumo_cli.errors import UserError
 from sumo_cli.population_plan import Plan, Step
 from sumo_cli.runtime import ownership
 from sumo_cli.store import registry
+from sumo_cli.runs import population_shipped as PS
 from sumo_cli.store.database import Database
 from sumo_cli.store.games import live_holder
 from sumo_cli.store.models import Iteration, Run
@@ -93,22 +93,23 @@ def step_states(db: Database, plan: Plan) -> list[StepState]:
                 continue
             run_id = (agent.origin or {}).get("run_id")
             run = s.get(Run, run_id) if run_id is not None else None
+            offset = PS.continued_from(s, step, run.config or {}) if run is not None else 0
+            total -= offset  # what its run is to do: a run continued from shipped began after ``offset`` iterations
             if run is None:
                 raise UserError(f"the database has an agent {step.name!r} that no training run made; "
                                 "use another database for this plan, or rename the step")
-            offset = PS.continued_from(s, step, run.config or {})
             n, wall, steps = s.execute(select(func.count(), func.coalesce(func.sum(Iteration.wall_seconds), 0.0),
                                               func.coalesce(func.max(Iteration.env_steps), 0))
                                        .where(Iteration.run_id == run.id)).one()
-            if offset + run.progress_done >= total:
+            if run.progress_done >= total:
                 state = DONE
             elif live_holder(run, ownership.is_alive) is not None:
                 state = ELSEWHERE
             else:
                 state = FAILED if run.status == "failed" else PARTIAL
-            out.append(StepState(step, state, run.id, offset + run.progress_done, total, float(wall), int(steps),
-                                 None if run.progress_total is None else offset + run.progress_total, offset,
-                                 PS.LOCAL if state != DONE else "", shipped.get(step.name)))
+            out.append(StepState(step, state, run.id, offset + run.progress_done, offset + total, float(wall),
+                                 int(steps), None if run.progress_total is None else offset + run.progress_total,
+                                 offset, PS.LOCAL if state != DONE else "", shipped.get(step.name)))
     return out
 
 
