@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             agent = agents[m]
             step = plan.step(plan.members()[m])
             run_id = (agent.origin or {}).get("run_id") if agent else None
-            origin = agent.origin or {} if agent else {}
+            origin = (agent.origin or {}) if agent else {}
             if run_id is None and step.trains and "wall_seconds" in origin:  # a shipped agent: all its sittings
                 budget[m] = (origin.get("iterations"), origin.get("env_steps") or 0, origin.get("wall_seconds") or 0.0)
                 continue
@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                      ((slot, "random"), final, ("random", ref.body), args.rounds, seed + 2),
                      ((slot, "stage-1"), final, data(slot, vs[0]), args.rounds, seed + 3)]
         if "zoo" in args.parts and args.zoo_used:
-            zoo.setdefault(ref.body, PF.zoo_opponents(db, ref.body, args.zoo_used, load_agent))
+            if ref.body not in zoo:
+                zoo[ref.body] = PF.zoo_opponents(db, ref.body, args.zoo_used, load_agent)
             jobs += [((slot, name), final, opp, args.rounds, seed + 4 + k) for k, (name, opp) in enumerate(zoo[ref.body].items())]
         if "cross" not in args.parts:
             continue
