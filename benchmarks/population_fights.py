@@ -208,7 +208,7 @@ def markdown(out: dict, args) -> str:  # noqa: ANN001 - the parsed arguments
 
     order = {n: i for i, n in enumerate(names.all_combination_names())}
     keys = sorted(out, key=lambda n: (order.get(out[n]["slot"], 99), n))
-    zoo = f" --zoo {args.zoo_used}" if args.zoo_used else ""
+    zoo = f" --zoo {os.path.relpath(args.zoo_used, Path(__file__).resolve().parents[1])}" if args.zoo_used else ""
     lines = [
         "# The population's quality, measured as the agents play in games",
         "",
@@ -230,7 +230,8 @@ def markdown(out: dict, args) -> str:  # noqa: ANN001 - the parsed arguments
     for k in keys:
         e = out[k]
         lines.append(f"| `{k}` ({e['agent']}) | {','.join(map(str, e['stage_versions']))} | "
-                     + " | ".join(_pct(e["bars"].get(c)) for c in cols) + f" | {'met' if e['all_bars_met'] else 'not met'} |")
+                     + " | ".join(_pct(e["bars"].get(c)) for c in cols)
+                     + f" | {'-' if e['all_bars_met'] is None else 'met' if e['all_bars_met'] else 'not met'} |")
     lines += ["", "How the bouts end and how long they last (env steps of at most 500; won and lost by push-out or fall, "
               "a timeout is a draw):", "",
               "| agent | opponent | bouts | won: push-out | won: fall | lost | timeout | length mean | length median |",

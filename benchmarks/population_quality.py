@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     for slot, games in sorted(results.items()):
         entry = {"agent": f"{slots[slot]}@{stages[slot][-1]}", "slot": slot_of[slot], "stage_versions": stages[slot],
                  "games": games, "bars": PF.bars(slot_of[slot], games)}
-        entry["all_bars_met"] = all(b["met"] for b in entry["bars"].values() if "met" in b)
+        barred = [b["met"] for b in entry["bars"].values() if "met" in b]
+        entry["all_bars_met"] = all(barred) if barred else None  # None: no cell with a bar measured
         if names.parse(slot_of[slot]).strategy == "meta":
             diffs = [(games[k]["won"] - games[k + " unadapted"]["won"]) / games[k]["bouts"]
                      for k in games if "@" in k and not k.endswith("unadapted")]
