@@ -1,6 +1,8 @@
 """The population's quality bars, measured as the agents play in games (an experiment, not product code).
 
     python -m benchmarks.population_quality --db ~/sumo-runs/pop.sqlite --out q.json --markdown docs/results/population.md
+    python -m benchmarks.population_quality --db train.sqlite --agent probe-ant-mlp@600 --out cand.json   # a candidate
+    python -m benchmarks.population_quality --db any.sqlite --shipped --out q.json --manifest policies/manifest.json
 
 For every population slot (a plan's steps, default the shipped plan's; ``--shipped`` measures the
 canonical names of the shipped population instead) its final stage plays iterated games of
@@ -9,7 +11,18 @@ faithful physics from the standard start, on fresh seeds:
 
 - against a motionless Ant and a motionless Bug (bar: >= 85% of bouts won), random actions (>= 90%),
   and its own stage 1 (>= 65%; both adapt);
+- against the original RoboSumo MLP v3 (bar for the Ant and Bug MLP and LSTM: >= 30%) and LSTM v3
+  (reported) of its body, when a zoo folder is at hand (``--zoo``, else SUMO_ZOO_DIR, else
+  ../shared/robosumo-zoo): only measured against, from the database's ``zoo-<body>-<arch>-v3`` or the
+  folder's files;
 - against the final no-adaptation MLP and LSTM of each other body (reported);
+- every cell also says how its bouts ended (won by push-out or fall, lost, timeout) and how long they
+  lasted (mean, median); bouts against the motionless bodies that end by timeout: <= 10%.
+
+``--only`` measures some slots, ``--agent NAME@VERSION`` (repeatable) measures any agent of ``--db`` in
+its slot's place and on its slot's seeds (a candidate from a training database, against the same
+opponents). ``--manifest`` writes each result into the manifest entry whose final stage was measured
+(the same SHA-256) as ``provenance.quality``. Bad arguments: one sentence, exit 2, nothing written.
 - a meta-learner also plays those cross-body games with its meta-update switched off, on the same
   seeds: bouts won adapted minus unadapted, with a 95% t-interval over the games; and the held-out
   return gain its training run measured (adapted minus unadapted on the pool's next versions).
@@ -24,13 +37,15 @@ import dataclasses
 import functools
 import json
 import math
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-BARS = {"motionless-ant": 0.85, "motionless-bug": 0.85, "random": 0.90, "stage-1": 0.65}
+from benchmarks import population_fights as PF
+
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365}
 
 
@@ -44,17 +59,7 @@ def _play(job: tuple) -> tuple:
     if isinstance(b, tuple):
         b = FixedOpponent(*b)
     result = play_game(a, b, GameSettings(rounds=rounds, episodes=3, physics="faithful"), seed)
-    eps = [e.outcome for rd in result.rounds for e in rd.episodes]
-    return key, {"won": eps.count("win"), "drawn": eps.count("draw"), "lost": eps.count("loss"), "bouts": len(eps)}
-
-
-def _wilson(k: int, n: int) -> tuple[float, float]:
-    if n == 0:
-        return (math.nan, math.nan)
-    z, p = 1.96, k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (centre - half, centre + half)
+    return key, PF.summarize(e for rd in result.rounds for e in rd.episodes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,11 +72,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated slots (default: all)")
-    ap.add_argument("--parts", default="bars,cross", help="bars (motionless, random, stage 1) and/or cross (the other bodies)")
+    ap.add_argument("--agent", action="append", default=[], help="NAME[@VERSION] of --db measured in its slot's place "
+                    "instead of the slot's final stage (repeatable; only these, with the slots of --only, are measured)")
+    ap.add_argument("--parts", default="bars,cross,zoo", help="bars (motionless, random, stage 1), cross (the other "
+                    "bodies) and/or zoo (the body's original MLP v3 and LSTM v3, when a zoo folder is at hand)")
+    ap.add_argument("--zoo", default=None, help="folder of the original RoboSumo agents (default: SUMO_ZOO_DIR, else "
+                    "../shared/robosumo-zoo when there; empty: none); only measured against")
+    ap.add_argument("--manifest", default=None, help="also write each measured final stage's results into this "
+                    "manifest's entry of the same agent (same SHA-256) as provenance.quality")
     ap.add_argument("--merge", action="store_true", help="keep the games of an existing --out file and add these")
     ap.add_argument("--out", required=True, help="JSON results by slot")
     ap.add_argument("--markdown", default=None, help="also write the results as a Markdown table")
     args = ap.parse_args(argv)
+    try:
+        wanted, args.zoo_used = _checked(args)
+    except PF.BadInput as exc:
+        print(exc, file=sys.stderr)
+        return 2
 
     from sumo_cli import names
     from sumo_cli.compete.game import AgentData
@@ -92,6 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     with db.read() as s:
         agents = {m: registry.get_agent(s, a) for m, a in slots.items()}
         stages = {m: stage_versions([v.version for v in a.versions]) for m, a in agents.items() if a and a.versions}
+        shas = {m: next(v.sha256 for v in agents[m].versions if v.version == vs[-1]) for m, vs in stages.items()}
+        try:
+            cands = PF.resolve_candidates(s, wanted)
+            missing = [m for m in only if m not in stages]
+            if missing:
+                raise PF.BadInput(f"--only {missing[0]}: the database has no versions of {slots.get(missing[0], missing[0])}")
+        except PF.BadInput as exc:
+            print(exc, file=sys.stderr)
+            return 2
         held = {}
         for m, a in slots.items():
             agent = agents[m]
@@ -106,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
             agent = agents[m]
             step = plan.step(plan.members()[m])
             run_id = (agent.origin or {}).get("run_id") if agent else None
+            origin = (agent.origin or {}) if agent else {}
+            if run_id is None and step.trains and "wall_seconds" in origin:  # a shipped agent: all its sittings
+                budget[m] = (origin.get("iterations"), origin.get("env_steps") or 0, origin.get("wall_seconds") or 0.0)
+                continue
             if agent is None or run_id is None or not step.trains:
                 continue
             its = s.query(Iteration).filter(Iteration.run_id == run_id).all()
@@ -115,11 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     def data(slot: str, version: int) -> AgentData:
         return AgentData.from_loaded(load_agent(db, f"{slots[slot]}@{version}"))
 
+    index = {m: i for i, m in enumerate(sorted(stages))}  # a slot's seeds; a candidate plays on its slot's
+    slot_of = {m: m for m in stages}
+    for key, (name, slot, vs, sha) in cands.items():
+        slots[key], stages[key], shas[key], slot_of[key] = name, vs, sha, slot
+    zoo = {}  # body -> its original MLP v3 and LSTM v3
     jobs = []
-    for i, (slot, vs) in enumerate(sorted(stages.items())):
-        if only and slot not in only:
-            continue
-        ref = names.parse(slot)
+    for slot in sorted(k for k in stages if k in only or k in cands) if only or cands else sorted(index):
+        vs, i = stages[slot], index.get(slot_of[slot], len(index))
+        ref = names.parse(slot_of[slot])
         final = data(slot, vs[-1])
         seed = args.seed + 100 * i
         if "bars" in args.parts:
@@ -127,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
                      ((slot, "motionless-bug"), final, ("motionless", "bug"), args.rounds, seed + 1),
                      ((slot, "random"), final, ("random", ref.body), args.rounds, seed + 2),
                      ((slot, "stage-1"), final, data(slot, vs[0]), args.rounds, seed + 3)]
+        if "zoo" in args.parts and args.zoo_used:
+            if ref.body not in zoo:
+                zoo[ref.body] = PF.zoo_opponents(db, ref.body, args.zoo_used, load_agent)
+            jobs += [((slot, name), final, opp, args.rounds, seed + 4 + k) for k, (name, opp) in enumerate(zoo[ref.body].items())]
         if "cross" not in args.parts:
             continue
         for j, other in enumerate(b for b in names.BODIES if b != ref.body):
@@ -142,23 +180,22 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     results: dict = {}
     if args.merge and Path(args.out).is_file():
-        results = {slot: dict(e["games"]) for slot, e in json.loads(Path(args.out).read_text()).items()}
+        previous = json.loads(Path(args.out).read_text())
+        results = {slot: dict(e["games"]) for slot, e in previous.items()}
+        for key, e in previous.items():  # a candidate measured before: as the file says
+            if key not in stages and "@" in key:
+                slots[key], stages[key], slot_of[key] = e["agent"].split("@")[0], e["stage_versions"], e["slot"]
     with ProcessPoolExecutor(args.workers) as pool_ex:
         for (slot, what), r in pool_ex.map(_play, jobs):
             results.setdefault(slot, {})[what] = r
             print(f"{time.time() - t0:7.0f}s {slot:18s} {what:28s} {r['won']}/{r['bouts']}", flush=True)
     out = {}
     for slot, games in sorted(results.items()):
-        entry = {"agent": f"{slots[slot]}@{stages[slot][-1]}", "stage_versions": stages[slot], "games": games, "bars": {}}
-        for what, bar in BARS.items():
-            if what not in games:
-                continue
-            g = games[what]
-            rate = g["won"] / g["bouts"]
-            entry["bars"][what] = {"won": g["won"], "bouts": g["bouts"], "rate": round(rate, 4),
-                                   "ci95": [round(x, 4) for x in _wilson(g["won"], g["bouts"])], "bar": bar, "met": rate >= bar}
-        entry["all_bars_met"] = all(b["met"] for b in entry["bars"].values())
-        if names.parse(slot).strategy == "meta":
+        entry = {"agent": f"{slots[slot]}@{stages[slot][-1]}", "slot": slot_of[slot], "stage_versions": stages[slot],
+                 "games": games, "bars": PF.bars(slot_of[slot], games)}
+        barred = [b["met"] for b in entry["bars"].values() if "met" in b]
+        entry["all_bars_met"] = all(barred) if barred else None  # None: no cell with a bar measured
+        if names.parse(slot_of[slot]).strategy == "meta":
             diffs = [(games[k]["won"] - games[k + " unadapted"]["won"]) / games[k]["bouts"]
                      for k in games if "@" in k and not k.endswith("unadapted")]
             x = np.array(diffs)
@@ -171,57 +208,30 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(markdown(out, args))
+        Path(args.markdown).write_text(PF.markdown(out, args))
+    if args.manifest:
+        written = PF.write_quality(Path(args.manifest), out, shas)
+        print(f"quality written into {args.manifest} for {', '.join(written) or 'no entry (no measured final stage is shipped)'}")
     return 0
 
 
-def markdown(out: dict, args) -> str:  # noqa: ANN001
+def _checked(args) -> tuple[list, Path | None]:  # noqa: ANN001
+    """The arguments checked before anything is opened or written: the candidates and the zoo folder."""
+    parts = {p for p in args.parts.split(",") if p}
+    if not parts or parts - {"bars", "cross", "zoo"}:
+        raise PF.BadInput(f"--parts {args.parts}: give bars, cross and/or zoo, comma-separated")
+    if args.rounds < 1 or args.cross_rounds < 1 or args.workers < 1:
+        raise PF.BadInput("--rounds, --cross-rounds and --workers must be at least 1")
+    if "://" not in args.db and not Path(args.db).expanduser().is_file():
+        raise PF.BadInput(f"--db {args.db}: no such database file")
+    if args.manifest and not Path(args.manifest).is_file():
+        raise PF.BadInput(f"--manifest {args.manifest}: no such manifest file")
     from sumo_cli import names
 
-    order = {n: i for i, n in enumerate(names.all_combination_names())}
-    lines = [
-        "# The population's quality, measured as the agents play in games",
-        "",
-        f"Generated by `python -m benchmarks.population_quality --rounds {args.rounds} --cross-rounds {args.cross_rounds} "
-        f"--seed {args.seed}` (faithful physics, standard start, fresh seeds; adaptive agents adapt between rounds of 3 "
-        "bouts). Share of bouts won by each slot's final stage, with its 95% Wilson interval; bars: motionless Ant and Bug "
-        ">= 85%, random actions >= 90%, its own stage 1 >= 65%.",
-        "",
-        "| agent (final stage) | stages | motionless Ant | motionless Bug | random | own stage 1 | all bars |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for slot in sorted(out, key=lambda n: order.get(n, 99)):
-        e = out[slot]
-        cells = [f"{b['rate']:.1%} ({b['won']}/{b['bouts']}; {b['ci95'][0]:.0%}-{b['ci95'][1]:.0%})"
-                 + ("" if b["met"] else " **below**") for b in e["bars"].values()]
-        lines.append(f"| `{slot}` ({e['agent']}) | {','.join(map(str, e['stage_versions']))} | " + " | ".join(cells)
-                     + f" | {'met' if e['all_bars_met'] else 'not met'} |")
-    lines += ["", "Against the pool's final no-adaptation agents of the other two bodies (reported; share of bouts won):", "",
-              "| agent | " + " | ".join(["opponent"] * 4) + " |", "|---|---|---|---|---|"]
-    for slot in sorted(out, key=lambda n: order.get(n, 99)):
-        games = out[slot]["games"]
-        cells = [f"{k}: {g['won'] / g['bouts']:.0%} of {g['bouts']}" for k, g in games.items() if "@" in k and not k.endswith("unadapted")]
-        lines.append(f"| `{slot}` | " + " | ".join(cells) + " |")
-    lines += ["", "What each agent's training cost on the 2-core machine that trained the plan (the runs' own recorded wall "
-              "time, two steps side by side; a tracking agent plays its sibling's versions and costs nothing more):", "",
-              "| agent | iterations | env steps | wall hours |", "|---|---|---|---|"]
-    total_steps = total_s = 0
-    for slot in sorted(out, key=lambda n: order.get(n, 99)):
-        b = out[slot].get("budget")
-        if b:
-            total_steps, total_s = total_steps + b["env_steps"], total_s + b["wall_seconds"]
-            lines.append(f"| `{slot}` | {b['iterations']} | {b['env_steps'] / 1e6:.2f} M | {b['wall_seconds'] / 3600:.2f} |")
-    lines.append(f"| **the plan** | | **{total_steps / 1e6:.1f} M** | **{total_s / 3600:.2f}** |")
-    metas = [s for s in out if "meta_gain_bouts_won" in out[s]]
-    if metas:
-        lines += ["", "Meta-learners: the meta-update's gain, adapted minus unadapted (95% intervals):", "",
-                  "| agent | bouts won in games vs the cross-body pool (same seeds) | held-out return per bout in training (its measurements) |",
-                  "|---|---|---|"]
-        for slot in sorted(metas, key=lambda n: order.get(n, 99)):
-            g, h = out[slot]["meta_gain_bouts_won"], out[slot].get("meta_gain_heldout_return")
-            hs = "-" if not h else f"{h['mean']:+.1f} +- {h['ci95']:.1f} (n = {h['n']})"
-            lines.append(f"| `{slot}` | {g['mean']:+.1%} +- {g['ci95']:.1%} ({g['games']} games) | {hs} |")
-    return "\n".join(lines) + "\n"
+    bad = [s for s in args.only.split(",") if s and s not in names.all_combination_names()]
+    if bad:
+        raise PF.BadInput(f"--only {bad[0]}: not a population slot such as ant-mlp or spider-meta")
+    return PF.parse_candidates(args.agent), PF.zoo_folder(args.zoo, Path(__file__).resolve().parents[1])
 
 
 if __name__ == "__main__":

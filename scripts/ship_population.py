@@ -5,7 +5,13 @@
 Every step of the plan that fills a population slot ships under the slot's canonical name (``ant-meta``
 for the step ``pop-ant-meta``) with its five stage versions (compete/population.py); a tracking step's
 entry names its sibling's files, so shared weights are stored once. The manifest is written anew: it
-holds the population and nothing else. Each entry's provenance is its plan entry (the step, its
+holds the population and nothing else; only what changed is written (a file already shipped with the
+same SHA-256 is left as it is, an agent done from shipped keeps its entry, files no longer shipped are
+removed), so the history stays small. A step that continued from its shipped final stage (a new
+sitting, sumo_cli/runs/population_shipped.py) ships its five stages among the shipped versions and its
+run's, numbered by the iterations in all; ``iterations``, ``env_steps`` and ``wall_seconds`` count
+all sittings, and ``sittings`` lists each one's budget. Each entry's provenance is its plan entry
+(the step, its
 ``sumo train`` options, what it depends on), seed, env steps and wall time up to its last stage, the
 code commit, the run's stored configuration, what the paper did instead, and, with ``--quality``, the
 measured results (a JSON object keyed by slot, written by ``python -m benchmarks.population_quality``).
@@ -16,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -57,11 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quality", help="measured results by slot (JSON)")
     ap.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "policies"))
     args = ap.parse_args(argv)
+    from sumo_cli.runs import population_shipped as PS
+
     plan = load_plan(args.plan)
     quality = json.loads(Path(args.quality).read_text()) if args.quality else {}
     to = Path(args.to)
     db = Database(args.db if "://" in args.db else f"sqlite:///{Path(args.db).expanduser().resolve()}")
     entries: dict[str, dict] = {}
+    prior = {e["name"]: e for e in json.loads((to / "manifest.json").read_text())["agents"]} \
+        if (to / "manifest.json").is_file() else {}
     with db.read() as s:
         by_step = {}
         for step in plan.steps:
@@ -71,50 +80,71 @@ def main(argv: list[str] | None = None) -> int:
             agent = registry.get_agent(s, source)
             if agent is None or not agent.versions:
                 sys.exit(f"step {source} has no versions in {args.db}: train the plan first")
-            stages = stage_versions([v.version for v in agent.versions])
+            if PS.from_shipped(agent):  # done from what shipped: it ships as it did
+                if step.member not in prior:
+                    sys.exit(f"step {source} plays the shipped {PS.from_shipped(agent)}, which {to} does not ship")
+                by_step[step.name] = (step, None, None, None, None)
+                continue
             run, its = _run_iterations(s, agent)
-            rows = {v.version: v for v in agent.versions}
+            offset = PS.continued_from(s, plan.step(source), run.config or {})  # iterations shipped before its run
+            before = prior.get(plan.step(source).member) if offset else None
+            held, old = PS.merged_versions(before, offset, [v.version for v in agent.versions])
+            stages = stage_versions(held)
+            rows = {offset + v.version: v for v in agent.versions}
             last = rows[stages[-1]].iteration
             steps, wall = its[last].env_steps, round(sum(i.wall_seconds for k, i in its.items() if k <= last), 1)
+            sittings = PS.sittings(before, offset, {"iterations": last, "env_steps": steps, "wall_seconds": wall, "seed": run.seed,
+                                                    "code_commit": args.code_commit,
+                                                    **({"continued_from": run.config["train"]["init_from"]} if offset else {})})
+            env_before = sum(e["env_steps"] or 0 for e in sittings[:-1])
             train = list(plan.step(source).train)
             provenance = {
                 "plan_step": {"name": step.name, "member": step.member,
                               **({"weights_of": step.weights_of} if step.weights_of else {"train": shlex.join(train)}),
                               "depends": list(step.depends)},
                 "command": f"sumo population train (step {step.name} of policies/{Path(args.plan).name})",
-                "seed": run.seed, "env_steps": steps, "iterations": rows[stages[-1]].iteration, "wall_seconds": wall,
+                "seed": run.seed, "env_steps": env_before + steps, "iterations": offset + last,
+                "wall_seconds": round(sum(e["wall_seconds"] or 0 for e in sittings), 1),
                 "code_commit": args.code_commit, "trained_as": source, "config": run.config.get("train", {}),
-                "paper_did": PAPER_DID[step.strategy],
+                "paper_did": PAPER_DID[step.strategy], "sittings": sittings,
             }
             planned = (run.config.get("train") or {}).get("iterations")
-            if planned and planned != rows[stages[-1]].iteration:
-                provenance["notes"] = (f"its run was created for {planned} iterations and stopped at {rows[stages[-1]].iteration}, "
+            if planned and planned != last:
+                provenance["notes"] = (f"its run was created for {planned} iterations and stopped at {last}, "
                                        "the plan's value, when the plan was sized to one sitting; no schedule depends on the "
                                        "planned total, so it equals a run created for that many")
             if step.member in quality:
                 provenance["quality"] = quality[step.member]
-            by_step[step.name] = (step, stages, rows, its, provenance)
-        if to.exists():
-            for child in to.iterdir():
-                if child.is_dir():
-                    shutil.rmtree(child)
+            elif prior.get(step.member, {}).get("provenance", {}).get("quality") and \
+                    next((v["sha256"] for v in prior[step.member]["versions"] if v["version"] == stages[-1]), None) == \
+                    (old[stages[-1]]["sha256"] if stages[-1] in old else rows[stages[-1]].sha256):
+                provenance["quality"] = prior[step.member]["provenance"]["quality"]  # measured on the same final stage
+            by_step[step.name] = (step, stages, (rows, old, offset, env_before), its, provenance)
         to.mkdir(parents=True, exist_ok=True)
         for name, (step, stages, rows, its, provenance) in by_step.items():
+            if stages is None:  # shipped as it was
+                entries[step.member] = {**prior[step.member]}
+                if step.member in quality:
+                    entries[step.member]["provenance"] = {**prior[step.member]["provenance"], "quality": quality[step.member]}
+                continue
             if step.weights_of:
                 continue
-            versions = [(v, Path(rows[v].checkpoint_path), rows[v].sha256, rows[v].iteration,
-                         its[rows[v].iteration].env_steps if rows[v].iteration in its else None) for v in stages]
+            rows, old, offset, env_before = rows
+            versions = [(v, to / old[v]["file"], old[v]["sha256"], old[v]["iteration"], old[v]["env_steps"]) if v in old else
+                        (v, Path(rows[v].checkpoint_path), rows[v].sha256, offset + rows[v].iteration,
+                         env_before + its[rows[v].iteration].env_steps if rows[v].iteration in its else None) for v in stages]
             entries[step.member] = shipped.ship_entry(to, step.member, step.body, step.arch, step.strategy, versions,
                                                       provenance, default_version=stages[-1])
         for name, (step, stages, rows, its, provenance) in by_step.items():
-            if not step.weights_of:
+            if not step.weights_of or stages is None:
                 continue
             sibling = entries[plan.step(step.weights_of).member]
             entries[step.member] = {**sibling, "name": step.member, "strategy": "track", "provenance": provenance}
+    removed = PS.prune(to, list(entries.values()))
     shipped.write_manifest(to, list(entries.values()))
     total = sum(p.stat().st_size for p in to.rglob("*") if p.is_file() and p.name != "manifest.json")
     print(f"shipped {len(entries)} agents ({sum(len(e['versions']) for e in entries.values())} versions, "
-          f"{total / 1e6:.1f} MB) into {to}")
+          f"{total / 1e6:.1f} MB) into {to}; {len(removed)} files no longer shipped removed")
     return 0
 
 

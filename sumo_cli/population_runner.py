@@ -27,6 +27,7 @@ from sumo_cli.errors import UserError
 from sumo_cli.population_plan import Plan, Step
 from sumo_cli.runtime import ownership
 from sumo_cli.store import registry
+from sumo_cli.runs import population_shipped as PS
 from sumo_cli.store.database import Database
 from sumo_cli.store.games import live_holder
 from sumo_cli.store.models import Iteration, Run
@@ -34,6 +35,8 @@ from sumo_cli.store.models import Iteration, Run
 TODO, PARTIAL, DONE, FAILED = "to do", "partial", "done", "failed"
 #: a step whose run another live process holds (a `sumo train --resume` typed by hand, a second runner)
 ELSEWHERE = "running elsewhere"
+#: done by what shipped in policies/, not yet registered under the step's name (the runner does that first)
+SHIPPED_DONE = "done (from shipped)"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -47,11 +50,14 @@ class StepState:
     seconds: float = 0.0  # wall seconds its stored iterations took
     env_steps: int = 0
     run_total: int | None = None  # the iterations its run was created (or last extended) to
+    shipped: int = 0  # of ``done`` and ``run_total``, the iterations shipped before its run (or its start)
+    continues: str = ""  # PS.LOCAL (its run is here) or PS.SHIPPED (it starts from the shipped versions)
+    shipped_step: PS.ShippedStep | None = None  # what shipped from it, when it is done or continues from that
 
     @property
     def rate(self) -> float | None:
         """Measured seconds per iteration, once it has some."""
-        return self.seconds / self.done if self.done else None
+        return self.seconds / (self.done - self.shipped) if self.done > self.shipped else None
 
 
 def _recipe_iterations(step: Step) -> int:
@@ -68,9 +74,13 @@ def planned_iterations(step: Step) -> int:
 def step_states(db: Database, plan: Plan) -> list[StepState]:
     """Where each step stands in ``db``."""
     out = []
+    shipped = PS.shipped_steps(plan)
     with db.read() as s:
         for step in plan.steps:
             agent = registry.get_agent(s, step.name)
+            if step.trains and (agent is None or PS.from_shipped(agent)) and step.name in shipped:
+                out.append(_shipped_state(step, planned_iterations(step), shipped[step.name], agent is not None))
+                continue
             if not step.trains:
                 source = registry.get_agent(s, step.weights_of)
                 have = {v.version for v in agent.versions} if agent else set()
@@ -83,6 +93,8 @@ def step_states(db: Database, plan: Plan) -> list[StepState]:
                 continue
             run_id = (agent.origin or {}).get("run_id")
             run = s.get(Run, run_id) if run_id is not None else None
+            offset = PS.continued_from(s, step, run.config or {}) if run is not None else 0
+            total -= offset  # what its run is to do: a run continued from shipped began after ``offset`` iterations
             if run is None:
                 raise UserError(f"the database has an agent {step.name!r} that no training run made; "
                                 "use another database for this plan, or rename the step")
@@ -95,9 +107,20 @@ def step_states(db: Database, plan: Plan) -> list[StepState]:
                 state = ELSEWHERE
             else:
                 state = FAILED if run.status == "failed" else PARTIAL
-            out.append(StepState(step, state, run.id, run.progress_done, total, float(wall), int(steps),
-                                 run.progress_total))
+            out.append(StepState(step, state, run.id, offset + run.progress_done, offset + total, float(wall),
+                                 int(steps), None if run.progress_total is None else offset + run.progress_total,
+                                 offset, PS.LOCAL if state != DONE else "", shipped.get(step.name)))
     return out
+
+
+def _shipped_state(step: Step, total: int, ship: PS.ShippedStep, registered: bool) -> StepState:
+    """A training step with no run here whose member shipped from it: done when the plan asks no more
+    than shipped (registered under its name, or about to be), else it continues from the shipped versions."""
+    if total <= ship.iterations:
+        return StepState(step, DONE if registered else SHIPPED_DONE, None, ship.iterations, total,
+                         shipped=ship.iterations, continues=PS.SHIPPED, shipped_step=ship)
+    return StepState(step, TODO, None, ship.iterations, total, shipped=ship.iterations, continues=PS.SHIPPED,
+                     shipped_step=ship)
 
 
 def register_tracking(db: Database, step: Step) -> int:
@@ -150,7 +173,9 @@ def train_command(db_url: str, st: StepState, address: str | None) -> list[str]:
     if st.run_id is not None:
         cmd = base + ["--resume", str(st.run_id)]
         if st.total and st.run_total is not None and st.total > st.run_total:  # the plan asks for more than the run had
-            cmd += ["--iterations", str(st.total)]
+            cmd += ["--iterations", str(st.total - st.shipped)]
+    elif st.shipped_step is not None:  # its run is not here: it continues from what shipped
+        cmd = base + PS.continue_options(st.step, st.shipped_step, st.total)
     else:
         cmd = base + ["--name", st.step.name, *st.step.train]
     cmd += ["-j", "1"]
@@ -202,8 +227,14 @@ def run_plan(db: Database, plan: Plan, workers: int, address: str | None, log_di
                         register_tracking(db, step)
                         changed = True
                         continue
+                    if st.state == SHIPPED_DONE:
+                        PS.register(db, step, st.shipped_step)
+                        changed = True
+                        continue
                     if len(children) >= workers:
                         continue
+                    if st.run_id is None and st.shipped_step is not None:
+                        PS.unregister(db, step)  # registered from shipped in an earlier pass; now it trains on
                     log = log_dir / f"{step.name}.log"
                     with open(log, "a") as fh:
                         proc = subprocess.Popen(train_command(db.url, st, address), stdout=fh, stderr=subprocess.STDOUT,
@@ -213,7 +244,7 @@ def run_plan(db: Database, plan: Plan, workers: int, address: str | None, log_di
             if changed:  # a tracking step registered: its state (and what waits on it) is read again
                 states = step_states(db, plan)
             on_update(states, sorted(children))
-            if not children and not any(st.state == ELSEWHERE for st in states):
+            if not children and not changed and not any(st.state == ELSEWHERE for st in states):
                 if failed:
                     raise UserError(f"plan step {failed[0]} failed; fix it and run the same command again")
                 if all(st.state == DONE for st in states):

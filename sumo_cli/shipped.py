@@ -164,9 +164,14 @@ def ship_entry(folder: Path, name: str, body: str, arch: str, strategy: str,
     entries = []
     for version, base, sha, iteration, steps in versions:
         src = Path(str(base).removesuffix(".safetensors"))
+        rel = f"{name}/v{version:05d}"
+        dest = folder / rel
+        if dest.with_suffix(".json").is_file() and dest.with_suffix(".safetensors").is_file() \
+                and _sha256(dest.with_suffix(".safetensors")) == sha:  # shipped already: not rewritten
+            entries.append({"version": version, "file": rel, "sha256": sha, "iteration": iteration, "env_steps": steps})
+            continue
         if _sha256(src.with_suffix(".safetensors")) != sha:
             raise ValueError(f"{src}.safetensors does not match its recorded SHA-256")
-        rel = f"{name}/v{version:05d}"
         (folder / name).mkdir(exist_ok=True)
         for suffix in (".safetensors", ".json"):
             shutil.copyfile(src.with_suffix(suffix), folder / (rel + suffix))

@@ -28,7 +28,9 @@ def _rows(states, running: list[str]) -> list[dict]:  # noqa: ANN001 - populatio
     out = []
     for st in states:
         state = "running" if st.step.name in running else st.state
+        ship = f"{st.shipped_step.member}@{st.shipped_step.final}" if st.shipped_step and st.continues == "from shipped" else None
         out.append({"step": st.step.name, "member": st.step.member, "kind": st.step.kind, "state": state,
+                    "continues": st.continues or None, "shipped": ship, "shipped_iterations": st.shipped,
                     "run": st.run_id, "iterations": st.done if st.step.trains else None, "of": st.total,
                     "seconds_per_iteration": round(st.rate, 2) if st.rate else None,
                     "env_steps": st.env_steps, "depends": list(st.step.depends)})
@@ -39,7 +41,7 @@ def _totals(states, plan, workers: int) -> dict:  # noqa: ANN001
     """The plan at a glance: steps done, seconds left, env steps and training seconds so far."""
     from sumo_cli.population_runner import DONE, eta_seconds
 
-    return {"done": sum(st.state == DONE for st in states), "eta_seconds": eta_seconds(states, plan, workers),
+    return {"done": sum(st.state.startswith(DONE) for st in states), "eta_seconds": eta_seconds(states, plan, workers),
             "env_steps": sum(st.env_steps for st in states),
             "training_seconds": round(sum(st.seconds for st in states), 1)}
 
@@ -52,11 +54,14 @@ def _table(states, running: list[str], plan, workers: int):  # noqa: ANN001, ANN
                         f"about {_hms(t['eta_seconds'])} left on {workers} worker(s); so far {t['env_steps'] / 1e6:.1f} M "
                         f"env steps and {t['training_seconds'] / 3600:.1f} h of training (the steps' own wall time)",
                   title_justify="left")
-    for col in ("step", "member", "state", "iterations", "s/it"):
+    for col in ("step", "member", "state", "continues", "iterations", "s/it"):
         table.add_column(col, no_wrap=col in ("step", "member"), justify="right" if col in ("iterations", "s/it") else "left")
     for r in _rows(states, running):
         its = "-" if r["iterations"] is None else f"{r['iterations']}/{r['of']}"
-        table.add_row(r["step"], r["member"] or "-", r["state"], its,
+        state = f"{r['state']} (from shipped)" if r["state"] == "done" and r["continues"] == "from shipped" else r["state"]
+        where = "-" if r["state"].startswith("done") or not r["continues"] else (
+            f"from shipped {r['shipped']}" if r["shipped"] else r["continues"])
+        table.add_row(r["step"], r["member"] or "-", state, where, its,
                       "-" if r["seconds_per_iteration"] is None else f"{r['seconds_per_iteration']:.1f}")
     return table
 

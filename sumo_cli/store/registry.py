@@ -98,6 +98,12 @@ def version_hashes(session: Session, agent_names: list[str]) -> dict[str, tuple[
     return out
 
 
+def delete_agent(session: Session, agent: Agent) -> None:
+    """Remove an agent and its version rows (not its files)."""
+    session.delete(agent)
+    session.flush()
+
+
 def latest_version(session: Session, agent: Agent) -> int | None:
     return session.scalar(select(func.max(Version.version)).where(Version.agent_id == agent.id))
 

@@ -1,0 +1,171 @@
+"""A population plan that spans sittings: its steps continue from what shipped in ``policies/``.
+
+A sitting trains what it can and ships it (scripts/ship_population.py); the next one may start on a
+fresh machine with nothing but the repository. A training step whose run is not in the local
+database, and whose member the manifest ships from that very step (its ``plan_step``), then
+continues from the shipped final stage: a new ``sumo train`` run named as the step, ``--init-from``
+the shipped version, for the iterations the plan asks beyond those shipped, a self-play step with the
+shipped versions among its opponents (its early history), without the teacher and the motionless
+start it had as a beginner (a meta step's learnt step sizes start afresh: --init-from takes the
+policy and its observation statistics). When the plan asks no more than shipped, the step is done
+from shipped: the shipped versions are registered under the step's name (the same files and
+hashes), so the steps that name it find them. Shipped versions are numbered by the iterations done in all, so a continued
+run's iteration ``i`` is the agent's iteration ``shipped + i``.
+
+No torch and no SQLAlchemy here: the manifest is read by the shipped-policies module, the database
+through :mod:`sumo_cli.store.registry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sumo_cli.errors import UserError
+from sumo_cli.store import registry
+from sumo_cli.store.database import Database
+
+#: The key of a registered-from-shipped step agent's origin: the shipped member it plays.
+ORIGIN_KEY = "from_shipped"
+LOCAL, SHIPPED = "locally", "from shipped"
+
+
+@dataclass(frozen=True)
+class ShippedStep:
+    """What the manifest ships from a step: its member's final stage and the iterations done in all."""
+
+    member: str
+    final: int
+    iterations: int
+    env_steps: int
+    versions: tuple[int, ...]  # the shipped ones
+
+
+def _read_manifest() -> list:
+    try:  # the shipped policies' module: in store/ once the package is laid out in layers
+        from sumo_cli.store import shipped
+    except ImportError:
+        from sumo_cli import shipped
+    return shipped.read_manifest()
+
+
+def shipped_steps(plan) -> dict[str, ShippedStep]:  # noqa: ANN001 - a population_plan.Plan
+    """step name -> what the manifest (``policies/``, or ``SUMO_POLICIES``) ships from it."""
+    by_name = {a.name: a for a in _read_manifest()}
+    out = {}
+    for step in plan.steps:
+        agent = by_name.get(step.member) if step.member and step.trains else None
+        if agent is None or not agent.versions:
+            continue
+        prov = agent.provenance
+        if (prov.get("plan_step") or {}).get("name") != step.name:
+            continue
+        final = agent.default_version if agent.default_version is not None else agent.versions[-1].version
+        row = next((v for v in agent.versions if v.version == final), agent.versions[-1])
+        out[step.name] = ShippedStep(step.member, final, int(prov.get("iterations") or row.iteration or final),
+                                     int(prov.get("env_steps") or row.env_steps or 0), tuple(v.version for v in agent.versions))
+    return out
+
+
+def from_shipped(agent) -> str | None:  # noqa: ANN001 - store.models.Agent
+    """The shipped member a registered-from-shipped step agent plays, else None."""
+    return (agent.origin or {}).get(ORIGIN_KEY) if agent is not None else None
+
+
+def continued_from(s, step, run_config: dict) -> int:  # noqa: ANN001 - a read session, a population_plan.Step
+    """The iterations shipped before a step's run began: its ``--init-from`` is the step's shipped
+    member (a continuation), else 0."""
+    init = str((run_config.get("train") or {}).get("init_from") or "")
+    name, _, version = init.partition("@")
+    if not step.member or name != step.member or not version.isdigit():
+        return 0
+    agent = registry.get_agent(s, name)
+    row = next((v for v in agent.versions if v.version == int(version)), None) if agent else None
+    return int(row.iteration) if row is not None and row.iteration is not None else int(version)
+
+
+def continue_options(step, shipped_step: ShippedStep, total: int) -> list[str]:  # noqa: ANN001 - a population_plan.Step
+    """The ``sumo train`` options that continue a step from its shipped final stage up to ``total``
+    iterations in all (the last value of an option wins)."""
+    opponents = [o.strip() for o in (step.option("--opponents") or "self").split(",") if o.strip()]
+    if "self" in opponents and shipped_step.member not in opponents:  # self-play: its shipped history too
+        opponents.append(shipped_step.member)
+    extra = ["--init-from", f"{shipped_step.member}@{shipped_step.final}", "--iterations", str(total - shipped_step.iterations),
+             "--opponents", ",".join(opponents)]
+    if step.strategy != "meta":  # a meta step's --init-from is all it had; the others were beginners once
+        extra += ["--teacher", "none", "--motionless-iterations", "0"]
+    return ["--name", step.name, *step.train, *extra]
+
+
+def register(db: Database, step, shipped_step: ShippedStep) -> int:  # noqa: ANN001 - a population_plan.Step
+    """Register the shipped member's versions under the step's name (a step done from shipped);
+    returns how many versions it added."""
+    added = 0
+    with db.write() as s:
+        source = registry.get_agent(s, shipped_step.member)
+        if source is None or not source.versions:
+            raise UserError(f"{step.name} is shipped as {shipped_step.member}, and the database does not hold it; "
+                            "is SUMO_POLICIES set to another folder?")
+        agent = registry.get_agent(s, step.name)
+        if agent is None:
+            agent = registry.create_agent(s, step.name, source.body, source.arch, source.strategy, "trained",
+                                          {ORIGIN_KEY: shipped_step.member, "iterations": shipped_step.iterations})
+        have = {v.version for v in agent.versions}
+        for v in source.versions:
+            if v.version not in have and v.version in shipped_step.versions:
+                registry.add_version(s, agent, v.version, v.checkpoint_path, v.sha256, iteration=v.iteration,
+                                     metrics=dict(v.metrics) if v.metrics else None)
+                added += 1
+        agent.default_version = shipped_step.final
+    return added
+
+
+def unregister(db: Database, step) -> None:  # noqa: ANN001 - a population_plan.Step
+    """Forget a registered-from-shipped step agent (the plan now asks more of it: it continues)."""
+    with db.write() as s:
+        agent = registry.get_agent(s, step.name)
+        if agent is not None and from_shipped(agent):
+            registry.delete_agent(s, agent)
+
+
+# ---------------------------------------------------------------------------------------------
+# shipping a step again (scripts/ship_population.py)
+
+
+def merged_versions(prior: dict | None, offset: int, run_versions: list[int]) -> tuple[list[int], dict[int, dict]]:
+    """The versions an agent holds when its run continued from its shipped final stage (``offset``
+    iterations shipped before it): the shipped ones up to there and the run's, numbered by the
+    iterations in all (run version ``v`` is ``offset + v``); its five stages are chosen among them.
+    Returns them sorted, and the shipped versions' manifest rows by version (kept as they are)."""
+    old = {v["version"]: v for v in prior["versions"] if v["version"] <= offset} if prior and offset else {}
+    return sorted(set(old) | {offset + v for v in run_versions}), old
+
+
+def sittings(prior: dict | None, offset: int, this: dict) -> list[dict]:
+    """The agent's budget per sitting: the shipped sittings before ``offset`` (the iteration its run
+    continued from; 0: a run from fresh weights) and this one (``from_iteration`` added)."""
+    before: list[dict] = []
+    if prior and offset:
+        p = prior.get("provenance", {})
+        before = p.get("sittings") or [{"from_iteration": 0, "iterations": p.get("iterations"), "env_steps": p.get("env_steps"),
+                                        "wall_seconds": p.get("wall_seconds"), "seed": p.get("seed"),
+                                        "code_commit": p.get("code_commit")}]
+        before = [e for e in before if e["from_iteration"] < offset]
+    return before + [{"from_iteration": offset, **this}]
+
+
+def prune(folder: Path, entries: list[dict]) -> list[str]:
+    """Remove the files under ``folder`` that no manifest entry ships any more (and emptied folders);
+    returns the removed paths, relative to ``folder``."""
+    keep = {folder / (v["file"] + suffix) for e in entries for v in e["versions"] for suffix in (".safetensors", ".json")}
+    removed = []
+    for child in sorted(folder.iterdir()):
+        if not child.is_dir():
+            continue
+        for f in sorted(child.rglob("*")):
+            if f.is_file() and f not in keep:
+                f.unlink()
+                removed.append(str(f.relative_to(folder)))
+        if not any(child.rglob("*")):
+            child.rmdir()
+    return removed

@@ -1,0 +1,172 @@
+"""A plan that spans sittings: ship what a sitting trained (scripts/ship_population.py), lose the local
+database (a fresh machine), and `sumo population train` continues each step from its shipped final
+stage for the iterations the plan asks beyond those shipped, counts a step done from shipped when it
+asks no more, retrains nothing, and ships again only what changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.test_population_plan import HEADER, TINY
+
+PLAN = f"""
+[[steps]]
+name = "t-ant"
+member = "ant-mlp"
+train = "--body ant --arch mlp {TINY} --iterations ANT_ITERATIONS"
+
+[[steps]]
+name = "t-ant-track"
+member = "ant-mlp-track"
+weights_of = "t-ant"
+
+[[steps]]
+name = "t-bug"
+member = "bug-mlp"
+train = "--body bug --arch mlp {TINY} --iterations 2"
+"""
+
+
+def _plan(tmp_path: Path, ant_iterations: int) -> Path:
+    p = tmp_path / f"plan-{ant_iterations}.toml"
+    p.write_text(HEADER + PLAN.replace("ANT_ITERATIONS", str(ant_iterations)))
+    return p
+
+
+def _ship(db: Path, plan: Path, to: Path, commit: str) -> dict:
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "ship_population.py"
+    spec = importlib.util.spec_from_file_location("ship_population", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--db", str(db), "--plan", str(plan), "--code-commit", commit, "--to", str(to)]) == 0
+    return {a["name"]: a for a in json.loads((to / "manifest.json").read_text())["agents"]}
+
+
+def _runs(db: Path) -> dict:
+    """agent name -> (its run's init_from, iterations stored), for the agents training runs made."""
+    from sumo_cli.store import registry
+    from sumo_cli.store.database import Database
+    from sumo_cli.store.models import Iteration, Run
+
+    d = Database(f"sqlite:///{db}")
+    out = {}
+    with d.read() as s:
+        agents = {n: registry.get_agent(s, n) for n in ("t-ant", "t-ant-track", "t-bug")}
+        for name in ("t-ant", "t-bug"):
+            run_id = (agents[name].origin or {}).get("run_id") if agents[name] else None
+            if run_id is not None:
+                n = s.query(Iteration).filter(Iteration.run_id == run_id).count()
+                out[name] = (s.get(Run, run_id).config["train"]["init_from"], n)
+        assert len(s.query(Run).all()) == len(out)  # no other run
+        versions = {n: sorted(v.version for v in a.versions) if a else None for n, a in agents.items()}
+    d.dispose()
+    return out, versions
+
+
+def _files(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_ino) for p in folder.rglob("*")
+            if p.is_file() and p.name != "manifest.json"}
+
+
+def _fresh_machine(tmp_path: Path) -> None:
+    shutil.rmtree(tmp_path / "db")
+    shutil.rmtree(tmp_path / "ckpt")
+
+
+@pytest.mark.slow
+def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("SUMO_CHECKPOINTS", str(tmp_path / "ckpt"))
+    db = tmp_path / "db" / "sumo.sqlite"
+    policies = tmp_path / "policies"
+    # sitting 1: the ant to 3 iterations, the bug to 2; shipped
+    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 3), "-j", "2")
+    assert code == 0, err
+    first = _ship(db, _plan(tmp_path, 3), policies, "c1")
+    assert [v["version"] for v in first["ant-mlp"]["versions"]] == [1, 2, 3]
+    assert first["ant-mlp"]["provenance"]["iterations"] == 3
+    assert [s["from_iteration"] for s in first["ant-mlp"]["provenance"]["sittings"]] == [0]
+    files = _files(policies)
+
+    # sitting 2, a fresh machine: only policies/ is left; the plan asks the ant for 5
+    _fresh_machine(tmp_path)
+    monkeypatch.setenv("SUMO_POLICIES", str(policies))
+    code, out, err = cli("population", "show", "--plan", _plan(tmp_path, 5), "--json")
+    assert code == 0, err
+    rows = {r["step"]: r for r in json.loads(out)["steps"]}
+    assert rows["t-ant"]["state"] == "to do" and rows["t-ant"]["continues"] == "from shipped"
+    assert rows["t-ant"]["shipped"] == "ant-mlp@3" and (rows["t-ant"]["iterations"], rows["t-ant"]["of"]) == (3, 5)
+    assert rows["t-bug"]["state"] == "done (from shipped)" and rows["t-bug"]["iterations"] == 2
+    code, _, err = cli("population", "show", "--plan", _plan(tmp_path, 5))
+    assert code == 0 and "from shipped" in err and "ant-mlp@3" in err and "done (from" in err  # the table may wrap
+    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 5), "-j", "2")
+    assert code == 0, err
+    runs, versions = _runs(db)
+    assert runs == {"t-ant": ("ant-mlp@3", 2)}  # 2 more iterations from the shipped final stage; the bug not retrained
+    assert versions == {"t-ant": [1, 2], "t-ant-track": [1, 2], "t-bug": [1, 2]}  # the bug's are the shipped files
+    code, out, _ = cli("population", "show", "--plan", _plan(tmp_path, 5), "--json")
+    rows = {r["step"]: r for r in json.loads(out)["steps"]}
+    assert [rows[n]["state"] for n in ("t-ant", "t-ant-track", "t-bug")] == ["done"] * 3
+    assert (rows["t-ant"]["iterations"], rows["t-ant"]["of"]) == (5, 5)
+
+    # shipped again: the ant's five stages over all its iterations, its sittings; the bug untouched
+    second = _ship(db, _plan(tmp_path, 5), policies, "c2")
+    ant = second["ant-mlp"]
+    assert [v["version"] for v in ant["versions"]] == [1, 2, 3, 4, 5] and ant["default_version"] == 5
+    assert [v["iteration"] for v in ant["versions"]] == [1, 2, 3, 4, 5]
+    p = ant["provenance"]
+    assert p["iterations"] == 5 and [(s["from_iteration"], s["iterations"]) for s in p["sittings"]] == [(0, 3), (3, 2)]
+    assert p["sittings"][1]["continued_from"] == "ant-mlp@3" and p["sittings"][1]["code_commit"] == "c2"
+    assert p["env_steps"] == sum(s["env_steps"] for s in p["sittings"]) == ant["versions"][-1]["env_steps"]
+    assert second["bug-mlp"] == first["bug-mlp"] and second["ant-mlp-track"]["versions"] == ant["versions"]
+    now = _files(policies)
+    assert {k: v for k, v in now.items() if k in files} == files  # nothing shipped before was rewritten
+    assert sorted(set(now) - set(files)) == ["ant-mlp/v00004.json", "ant-mlp/v00004.safetensors",
+                                             "ant-mlp/v00005.json", "ant-mlp/v00005.safetensors"]
+
+    # sitting 3, fresh again: the plan asks no more than shipped, so nothing trains
+    _fresh_machine(tmp_path)
+    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 5))
+    assert code == 0, err
+    runs, versions = _runs(db)
+    assert runs == {} and versions == {"t-ant": [1, 2, 3, 4, 5], "t-ant-track": [1, 2, 3, 4, 5], "t-bug": [1, 2]}
+    # ... and when the plan grows again, the step registered from shipped continues from its final stage
+    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 6))
+    assert code == 0, err
+    runs, versions = _runs(db)
+    assert runs == {"t-ant": ("ant-mlp@5", 1)} and versions["t-ant"] == [1]
+
+
+def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stage():
+    import typer
+
+    from sumo_cli.cli.app import app
+    from sumo_cli.runs.population_shipped import ShippedStep, continue_options
+    from tests.test_population_plan import load_plan
+
+    known = {o for p in typer.main.get_command(app).commands["train"].params for o in (*p.opts, *p.secondary_opts)}
+    plan = load_plan()
+
+    def last(opts: list[str], flag: str) -> str | None:
+        values = [opts[i + 1] for i, t in enumerate(opts[:-1]) if t == flag]
+        return values[-1] if values else None
+
+    for name, member in (("pop-spider-mlp", "spider-mlp"), ("pop-ant-rl2", "ant-rl2"), ("pop-ant-meta", "ant-meta")):
+        step = plan.step(name)
+        opts = continue_options(step, ShippedStep(member, 150, 150, 0, (30, 60, 90, 120, 150)), 600)
+        assert all(t.split("=", 1)[0] in known for t in opts if t.startswith("-"))
+        assert last(opts, "--name") == name and last(opts, "--init-from") == f"{member}@150"
+        assert last(opts, "--iterations") == "450" and last(opts, "--seed") == "1"
+        opponents = last(opts, "--opponents").split(",")
+        if name == "pop-spider-mlp":  # self-play: its shipped history among its opponents, no beginner's start
+            assert opponents == ["self", "pop-ant-mlp", "pop-bug-mlp", "spider-mlp"]
+            assert last(opts, "--teacher") == "none" and last(opts, "--motionless-iterations") == "0"
+        elif name == "pop-ant-rl2":  # against the pool, as planned; its teacher taught the beginner only
+            assert opponents == ["pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"] and last(opts, "--teacher") == "none"
+        else:
+            assert opponents == ["pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"] and last(opts, "--teacher") is None
