@@ -1,6 +1,6 @@
 """The population's quality bars, measured as the agents play in games (an experiment, not product code).
 
-    python -m benchmarks.population_quality --db ~/sumo-runs/pop.sqlite --out q.json --markdown docs/results/population.md
+    python -m benchmarks.population_quality --db ~/sumo-runs/pop.sqlite --out q.json --markdown docs/population.md
 
 For every population slot (a plan's steps, default the shipped plan's; ``--shipped`` measures the
 canonical names of the shipped population instead) its final stage plays iterated games of

@@ -261,7 +261,7 @@ def test_the_report_refuses_bad_input_and_writes_nothing(cli, tmp_path):
     other.mkdir()
     (other / "notes.txt").write_text("keep")
     code, _, err = cli("--db", db, "report", "--out", other)
-    assert code == 2 and "holds other files" in " ".join(err.split())
+    assert code == 2 and "holds files that no earlier report wrote there (notes.txt)" in " ".join(err.split())
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
     code, _, err = cli("--db", db, "report", "--out", tmp_path / "r", "-j", "0")
     assert code == 2 and "--workers" in err

@@ -19,7 +19,7 @@ DEFAULT_OUT = Path("docs/results")
 @friendly
 def report(
     ctx: typer.Context,
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder of the report (report.md and its PNGs); replaced whole."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder of the report (report.md, its PNGs and report-files.txt, the list a new report replaces)."),
     run: bool = typer.Option(False, "--run", help="First run the experiments the database holds nothing of."),
     quick: bool = typer.Option(False, "--quick", help="With --run: small versions (seconds to minutes), for a first look and tests."),
     workers: Optional[int] = workers_option("Parallel games of what --run runs"),

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sumo_cli import __version__
-from sumo_cli.errors import UserError
+from sumo_cli.report import manifest
 from sumo_cli.report.build import Report
 from sumo_cli.report.section import AGREES, DISAGREES, UNDECIDED
 
@@ -16,14 +16,8 @@ REPORT_FILE = "report.md"
 
 
 def check_out(out: Path) -> None:
-    """Refuse an output folder that holds something other than an earlier report."""
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; give a folder for the report and its figures")
-    if out.is_dir() and any(out.iterdir()) and not (out / REPORT_FILE).is_file():
-        raise UserError(f"--out {out} holds other files and no {REPORT_FILE}; give an empty or new folder "
-                        "(the report replaces the folder's contents)")
-    if not out.parent.exists():
-        raise UserError(f"the folder {out.parent} does not exist; create it first")
+    """Refuse an output folder that holds something other than an earlier report's files (its manifest)."""
+    manifest.check(out)
 
 
 def staging(out: Path) -> Path:
@@ -35,12 +29,8 @@ def staging(out: Path) -> Path:
 
 
 def publish(tmp: Path, out: Path) -> None:
-    """Replace ``out`` by the finished ``tmp`` (two renames; the old report is gone only after)."""
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
-    if out.exists():
-        out.rename(old)
-    tmp.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
+    """Move the finished ``tmp`` into ``out``, replacing only what the last report wrote there."""
+    manifest.publish(tmp, out)
 
 
 def _summary(sec) -> str:  # noqa: ANN001
