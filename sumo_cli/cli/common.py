@@ -19,10 +19,11 @@ from typing import Any, Callable, Iterator
 import typer
 from rich.console import Console
 
+from sumo_cli.cli.markup import esc
 from sumo_cli.errors import UserError
 from sumo_cli.runtime import interrupts
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, markup=False)  # user text is never markup (cli.markup)
 
 
 def friendly(fn: Callable) -> Callable:
@@ -33,7 +34,7 @@ def friendly(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {esc(exc)}", markup=True, highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             # Commands with long runs save their progress and print the resume command themselves;
@@ -210,7 +211,7 @@ def starting_run(ctx: typer.Context, kind: str, run_id: int) -> Iterator[None]:
         yield
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/] while starting run {run_id}. Resume with: "
-                          f"{resume_command(ctx, f'{kind} --resume {run_id}')}", highlight=False, soft_wrap=True)
+                          f"{esc(resume_command(ctx, f'{kind} --resume {run_id}'))}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
 
 

@@ -11,6 +11,7 @@ from sumo_cli.cli.common import (
     check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
     starting_run, tell_default_step_sizes, workers_option,
 )
+from sumo_cli.cli.markup import esc
 from sumo_cli.cli.estimate import RunEstimate
 
 
@@ -146,7 +147,8 @@ def evolve(
     except KeyboardInterrupt:
         executor.close()
         err_console.print(f"[yellow]interrupted[/]: finished games are stored. Resume with: "
-                          f"{resume_command(ctx, f'evolve --resume {run_id}')}", highlight=False, soft_wrap=True)
+                          f"{esc(resume_command(ctx, f'evolve --resume {run_id}'))}", markup=True, highlight=False,
+                          soft_wrap=True)
         raise typer.Exit(130)
     executor.close()
     if plot is not None:

@@ -10,6 +10,7 @@ import typer
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, resume_command, starting_run, workers_option,
 )
+from sumo_cli.cli.markup import esc
 
 app = typer.Typer(help="The paper's game experiments as stored runs (drawn by `sumo report`).", no_args_is_help=True)
 
@@ -65,7 +66,7 @@ def _execute(ctx: typer.Context, kind: str, build, resume: Optional[int], seed: 
     except KeyboardInterrupt:
         executor.close()
         err_console.print(f"[yellow]interrupted[/]: {len(runner.done())} of {total} games are stored. Resume with: "
-                          f"{resume_command(ctx, f'experiment {kind} --resume {run_id}')}", highlight=False,
+                          f"{esc(resume_command(ctx, f'experiment {kind} --resume {run_id}'))}", markup=True, highlight=False,
                           soft_wrap=True)
         raise typer.Exit(130)
     executor.close()

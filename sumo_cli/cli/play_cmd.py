@@ -11,6 +11,7 @@ from sumo_cli.cli.common import (
     check_agents, check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
     resolve_threads, tell_default_step_sizes, threads_option,
 )
+from sumo_cli.cli.markup import esc
 
 
 @friendly
@@ -60,7 +61,7 @@ def play(
         err_console.print(
             f"[yellow]interrupted[/] after {len(outcome.result['rounds'])} of {rounds} rounds; stored as match "
             f"#{outcome.match_id} (marked interrupted). A game's adaptation state lives only in memory, so "
-            f"play it again from the start with the same command."
+            f"play it again from the start with the same command.", markup=True
         )
         raise typer.Exit(130)
     summary = outcome.summary
@@ -83,7 +84,8 @@ def _live_view(job, quiet: bool):  # noqa: ANN001, ANN202
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+        TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
         TimeRemainingColumn(), console=err_console, transient=False, disable=quiet,
     )
     state = {"a": 0, "b": 0, "n": 0, "task": None}
@@ -115,9 +117,9 @@ def _live_view(job, quiet: bool):  # noqa: ANN001, ANN202
 def _print_summary(result: dict, s: dict, match_id: int) -> None:
     from rich.table import Table
 
-    verdict = {"a": f"{result['a']} wins", "b": f"{result['b']} wins", "draw": "a draw"}[s["outcome"]]
+    verdict = esc({"a": f"{result['a']} wins", "b": f"{result['b']} wins", "draw": "a draw"}[s["outcome"]])
     err_console.print(
-        f"[bold]{verdict}[/]: rounds {s['rounds_won_a']}-{s['rounds_drawn']}-{s['rounds_won_b']} (A-draw-B), match #{match_id}"
+        f"[bold]{verdict}[/]: rounds {s['rounds_won_a']}-{s['rounds_drawn']}-{s['rounds_won_b']} (A-draw-B), match #{match_id}", markup=True
     )
     table = Table()
     for col in ("", "all rounds", "95% CI", "last 25", "95% CI"):

@@ -12,6 +12,7 @@ import typer
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, resolve_workers, resume_command, workers_option,
 )
+from sumo_cli.cli.markup import esc
 
 app = typer.Typer(help="Train the paper's population from a plan, or your own; show where it stands.",
                   no_args_is_help=True)
@@ -115,8 +116,8 @@ def train(
             else:
                 states = PR.run_plan(db, plan, workers, address, log_dir, on_update)
     except PR.PlanInterrupted:
-        err_console.print(f"[yellow]interrupted[/]: every step saved what it had done. Continue with: {again}",
-                          highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]interrupted[/]: every step saved what it had done. Continue with: {esc(again)}",
+                          markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
     err_console.print(f"the plan is done: {len(states)} steps; `sumo tournament --plan {plan.path}` plays its population",
                       highlight=False, soft_wrap=True)

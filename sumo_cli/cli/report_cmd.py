@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import err_console, friendly, open_db, print_json, resolved_db_url, workers_option
+from sumo_cli.cli.markup import esc
 
 #: Where the report goes without --out (relative to the current folder).
 DEFAULT_OUT = Path("docs/results")
@@ -67,8 +68,9 @@ def report(
     err_console.print(f"wrote {path} with {len(figures)} figures ({len(report_.sections)} parts) in {seconds:.1f} s",
                       highlight=False)
     for m in report_.missing:
-        err_console.print(f"[bold]not in the database[/]: {m.title}. Run it with:\n  {m.command}"
-                          + (f"\n  or a small version: {m.quick}" if m.quick else ""), highlight=False, soft_wrap=True)
+        err_console.print(f"[bold]not in the database[/]: {esc(m.title)}. Run it with:\n  {esc(m.command)}"
+                          + (f"\n  or a small version: {esc(m.quick)}" if m.quick else ""), markup=True, highlight=False,
+                          soft_wrap=True)
     if report_.missing:
         err_console.print("`sumo report --run` runs them all; `sumo report --run --quick` the small versions.")
 
@@ -93,7 +95,7 @@ def _run_missing(ctx: typer.Context, db, quick: bool, workers: Optional[int]) ->
                               highlight=False, soft_wrap=True)
             continue
         for one in cmd.split(" && "):
-            err_console.print(f"[bold]running[/] {m.title}: {one}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold]running[/] {esc(m.title)}: {esc(one)}", markup=True, highlight=False, soft_wrap=True)
             code = app(["--db", url, *shlex.split(one)[1:]], prog_name="sumo", standalone_mode=False)
             if code:
                 break

@@ -11,6 +11,7 @@ from sumo_cli.cli.common import (
     check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
     starting_run, tell_default_step_sizes, workers_option,
 )
+from sumo_cli.cli.markup import esc
 
 
 def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: ANN201
@@ -150,7 +151,8 @@ def tournament(
         executor.close()
         err_console.print(
             f"[yellow]interrupted[/]: {len(runner.outcomes)} of {len(runner.schedule)} games are stored. "
-            f"Resume with: {resume_command(ctx, f'tournament --resume {run_id}')}", highlight=False, soft_wrap=True,
+            f"Resume with: {esc(resume_command(ctx, f'tournament --resume {run_id}'))}", markup=True, highlight=False,
+            soft_wrap=True,
         )
         raise typer.Exit(130)
     executor.close()
