@@ -13,6 +13,7 @@ from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, resolve_workers, resume_command, workers_option,
 )
 from sumo_cli.cli.markup import esc
+from sumo_cli.cli.population_support import check_steps, own_log_dir
 
 app = typer.Typer(help="Train the paper's population from a plan, or your own; show where it stands.",
                   no_args_is_help=True)
@@ -77,8 +78,8 @@ def train(
     workers: Optional[int] = workers_option("Steps trained side by side, one process each,"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS",
                                           help="Ray cluster address: every step's rollouts run there."),
-    logs: Optional[Path] = typer.Option(None, "--logs", help="Folder of the steps' logs (default: population-logs/ "
-                                        "beside the checkpoints)."),
+    logs: Optional[Path] = typer.Option(None, "--logs", help="Folder of the steps' logs, in a subfolder of this "
+                                        "runner's own (default: population-logs/ beside the checkpoints)."),
 ) -> None:
     """Train every step of the plan not done yet, in dependency order: finished steps are skipped,
     interrupted ones resumed exactly; Ctrl-C stops every step after it saves and prints the command
@@ -87,6 +88,7 @@ def train(
 
     workers = resolve_workers(workers)
     plan = load_plan(plan_path)
+    check_steps(plan)
     from rich.live import Live
 
     from sumo_cli import population_runner as PR
@@ -94,7 +96,7 @@ def train(
     from sumo_cli.store.registry import checkpoint_root
 
     db = open_db(ctx)
-    log_dir = logs or checkpoint_root(db.url) / "population-logs"
+    log_dir = own_log_dir(logs or checkpoint_root(db.url) / "population-logs")
     live = Live(console=err_console, refresh_per_second=1, transient=False) if err_console.is_terminal else None
     last_line = [0.0]
 
@@ -136,6 +138,7 @@ def show(
 
     workers = resolve_workers(workers)
     plan = load_plan(plan_path)
+    check_steps(plan)
     from sumo_cli import population_runner as PR
 
     db = open_db(ctx)

@@ -1,0 +1,43 @@
+"""What `sumo population` adds to a plan before anything runs: every training step's options parsed
+by `sumo train`'s own parser (an unknown option or a bad value is one sentence naming the step, not a
+failure hours later), and a log folder of the runner's own (a second runner never writes into the
+first one's logs)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from sumo_cli.errors import UserError
+
+
+def check_steps(plan) -> None:  # noqa: ANN001 - population_plan.Plan
+    """Parse every training step's options as its ``sumo train`` child will; refuse the first step
+    they do not parse for, in one sentence naming the plan and the step."""
+    import typer
+
+    from sumo_cli.cli.app import app
+    from sumo_cli.cli.train_cmd import _check_names
+
+    train = typer.main.get_command(app).commands["train"]
+    for step in plan.steps:
+        if not step.trains:
+            continue
+        if {"--help", "--version"} & {t.split("=", 1)[0] for t in step.train}:
+            raise UserError(f"{plan.path}, step {step.name}: its train options ask for help instead of a run")
+        try:
+            p = train.make_context("train", ["--name", step.name, *step.train], resilient_parsing=False).params
+        except typer.TyperException as exc:  # typer's own click: usage errors and bad values
+            why = " ".join(getattr(exc, "format_message", exc.__str__)().split()).rstrip(".")
+            raise UserError(f"{plan.path}, step {step.name}: `sumo train` does not take its options ({why})") from None
+        try:  # the names train checks before it loads anything (body, arch, strategy, recipe, features)
+            _check_names(None, p.get("env"), p.get("body"), p.get("arch"), p.get("strategy"), p.get("recipe"),
+                         p.get("features"), None)
+        except UserError as exc:
+            raise UserError(f"{plan.path}, step {step.name}: {exc}") from None
+
+
+def own_log_dir(parent: Path) -> Path:
+    """A folder for this runner's logs under ``parent``, named by its start time and process id."""
+    return parent / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
