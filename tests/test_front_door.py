@@ -14,3 +14,42 @@ def test_an_empty_zoo_path_is_refused_not_read_as_the_current_folder(cli, tmp_pa
     code, out, err = cli("zoo", "import", "")
     assert code == 2 and "got an empty PATH (is SUMO_ZOO_DIR set?)" in " ".join(err.split()), err
     assert out == "" and not (tmp_path / "db").exists()
+
+
+def _game_52_48() -> dict:
+    """A 100-round game whose rounds went 52-48 to A: inside the 5% margin, so a draw."""
+    rounds = []
+    for k in range(100):
+        out = "win" if k < 52 else "loss"
+        rounds.append({"index": k, "version_a": 1, "version_b": 1, "outcome": "a" if out == "win" else "b",
+                       "wins_a": int(out == "win"), "wins_b": int(out == "loss"), "draws": 0,
+                       "episodes": [{"outcome": out, "reason": "ring_out", "length": 100}]})
+    return {"a": "ant-mlp", "b": "bug-mlp", "outcome": "draw", "rounds_won_a": 52, "rounds_won_b": 48,
+            "rounds_drawn": 0, "rounds": rounds, "settings": {"rounds": 100, "episodes": 1, "physics": "fast"},
+            "seed": 0, "wall_seconds": 1.0, "timing": {}}
+
+
+def test_a_52_48_draw_says_why_where_it_is_printed(capsys):
+    from sumo_cli.cli.matches_cmd import print_match
+    from sumo_cli.cli.play_cmd import _print_summary
+    from sumo_cli.compete.rules import game_outcome
+    from sumo_cli.compete.summary import summarise
+
+    game = _game_52_48()
+    assert game_outcome(52, 48, 100) == "draw"
+    why = "a draw (a game is won by at least 5 more rounds won than the other side, 5% of the 100 played)"
+    _print_summary(game, summarise(game), 7)
+    assert why in " ".join(capsys.readouterr().err.split())
+    doc = {**game, "id": 7, "run_id": None, "run_index": None, "interrupted": False, "code_version": "x",
+           "mujoco_version": "y"}
+    print_match(doc, summarise(game))
+    assert why in " ".join(capsys.readouterr().err.split())
+
+
+def test_one_worker_is_one_worker_in_the_expected_duration():
+    from sumo_cli.cli import estimate as E
+
+    lines: list[str] = []
+    est = E.RunEstimate(rounds_to_play=100, workers=1, say=lines.append)
+    est.on_progress(10, 5.0)
+    assert lines and "on each of 1 worker," in lines[0], lines

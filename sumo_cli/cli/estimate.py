@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from sumo_cli.cli.wording import count
 from sumo_cli.runtime.progress import Throughput
 
 
@@ -65,7 +66,7 @@ class RunEstimate:
         self._said = now
         left = self.seconds_left
         per_round = self.rate.seconds / self.rate.units
-        basis = (f"{per_round:.2f} s per game-round on each of {self.workers} worker(s), "
+        basis = (f"{per_round:.2f} s per game-round on each of {count(self.workers, 'worker')}, "
                  f"from the {self.rate.units:,.0f} of {self.total:,} game-rounds played so far")
         if first:
             elapsed = now - self.started

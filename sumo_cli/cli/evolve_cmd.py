@@ -13,6 +13,7 @@ from sumo_cli.cli.common import (
 )
 from sumo_cli.cli.markup import esc
 from sumo_cli.cli.estimate import RunEstimate
+from sumo_cli.cli.wording import count
 
 
 def shares_table(history: list[dict], key: str):  # noqa: ANN201
@@ -124,7 +125,7 @@ def evolve(
         executor = make_executor(workers, address)
     err_console.print(
         f"evolution run {run_id}: {runner.n_slots} members ({len(runner.members)} agents x {runner.config['copies']}), "
-        f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} workers"
+        f"{runner.config['generations']} generations of {runner.matches} games, {count(executor.workers, 'worker')}"
     )
     tell_default_step_sizes(runner.data)
 

@@ -11,6 +11,7 @@ from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, resume_command, starting_run, workers_option,
 )
 from sumo_cli.cli.markup import esc
+from sumo_cli.cli.wording import count
 
 app = typer.Typer(help="The paper's game experiments as stored runs (drawn by `sumo report`).", no_args_is_help=True)
 
@@ -47,7 +48,7 @@ def _execute(ctx: typer.Context, kind: str, build, resume: Optional[int], seed: 
     total = len(runner.plan)
     cfg = runner.cfg
     err_console.print(f"{kind} run {run_id}: {total} games of {cfg['rounds']} rounds "
-                      f"({', '.join(map(str, cfg['episodes']))} episodes each), {executor.workers} workers; "
+                      f"({', '.join(map(str, cfg['episodes']))} episodes each), {count(executor.workers, 'worker')}; "
                       f"{done} already stored", highlight=False)
     progress = Progress(TextColumn("games"), BarColumn(), MofNCompleteColumn(), TextColumn("time left {task.fields[left]}"),
                         console=err_console, disable=json_out)

@@ -8,6 +8,7 @@ import typer
 
 from sumo_cli.cli.common import check_output, err_console, friendly, open_db, print_json
 from sumo_cli.cli.markup import esc
+from sumo_cli.cli.wording import draw_text
 
 matches_app = typer.Typer(help="List stored games, or show one with its rounds.", invoke_without_command=True)
 
@@ -85,8 +86,8 @@ def print_match(doc: dict, sm: dict) -> None:
     settings in words, and a table of its rounds with every bout."""
     from sumo_cli.cli.tables import whole_words_table
 
-    verdict = {"a": f"{doc['a']} won", "b": f"{doc['b']} won", "draw": "a draw"}[doc["outcome"]]
     played = len(doc["rounds"])
+    verdict = {"a": f"{doc['a']} won", "b": f"{doc['b']} won", "draw": draw_text(played)}[doc["outcome"]]
     st = doc["settings"]
     if doc["interrupted"]:
         verdict = f"interrupted after {played} of {st.get('rounds', '?')} rounds (no result)"

@@ -12,6 +12,7 @@ from sumo_cli.cli.common import (
     resolve_threads, tell_default_step_sizes, threads_option,
 )
 from sumo_cli.cli.markup import esc
+from sumo_cli.cli.wording import draw_text
 
 
 @friendly
@@ -117,7 +118,8 @@ def _live_view(job, quiet: bool):  # noqa: ANN001, ANN202
 def _print_summary(result: dict, s: dict, match_id: int) -> None:
     from rich.table import Table
 
-    verdict = esc({"a": f"{result['a']} wins", "b": f"{result['b']} wins", "draw": "a draw"}[s["outcome"]])
+    played = s["rounds_won_a"] + s["rounds_drawn"] + s["rounds_won_b"]
+    verdict = esc({"a": f"{result['a']} wins", "b": f"{result['b']} wins", "draw": draw_text(played)}[s["outcome"]])
     err_console.print(
         f"[bold]{verdict}[/]: rounds {s['rounds_won_a']}-{s['rounds_drawn']}-{s['rounds_won_b']} (A-draw-B), match #{match_id}", markup=True
     )

@@ -14,6 +14,7 @@ from sumo_cli.cli.common import (
 )
 from sumo_cli.cli.markup import esc
 from sumo_cli.cli.population_support import check_steps, own_log_dir
+from sumo_cli.cli.wording import count
 
 app = typer.Typer(help="Train the paper's population from a plan, or your own; show where it stands.",
                   no_args_is_help=True)
@@ -51,7 +52,7 @@ def _table(states, running: list[str], plan, workers: int):  # noqa: ANN001, ANN
 
     t = _totals(states, plan, workers)
     table = Table(title=f"population plan {plan.path.name}: {t['done']}/{len(states)} steps done, "
-                        f"about {_hms(t['eta_seconds'])} left on {workers} worker(s); so far {t['env_steps'] / 1e6:.1f} M "
+                        f"about {_hms(t['eta_seconds'])} left on {count(workers, 'worker')}; so far {t['env_steps'] / 1e6:.1f} M "
                         f"env steps and {t['training_seconds'] / 3600:.1f} h of training (the steps' own wall time)",
                   title_justify="left")
     for col in ("step", "member", "state", "iterations", "s/it"):
@@ -108,7 +109,7 @@ def train(
             err_console.print(_plain_line(states, running, plan, workers), highlight=False, soft_wrap=True)
 
     again = resume_command(ctx, f"population train{' --plan ' + str(plan.path.resolve()) if plan_path else ''} -j {workers}")
-    err_console.print(f"population plan {plan.path} ({len(plan.steps)} steps), {workers} worker(s); logs in {log_dir}",
+    err_console.print(f"population plan {plan.path} ({len(plan.steps)} steps), {count(workers, 'worker')}; logs in {log_dir}",
                       highlight=False, soft_wrap=True)
     try:
         with first_interrupt_only():

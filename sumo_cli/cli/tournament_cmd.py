@@ -12,6 +12,7 @@ from sumo_cli.cli.common import (
     starting_run, tell_default_step_sizes, workers_option,
 )
 from sumo_cli.cli.markup import esc
+from sumo_cli.cli.wording import count
 
 
 def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: ANN201
@@ -112,7 +113,7 @@ def tournament(
     err_console.print(
         f"tournament run {run_id}: {len(runner.members)} agents, {len(runner.schedule)} games of "
         f"{runner.config['game']['rounds']} rounds x {runner.config['game']['episodes']} episodes, "
-        f"{executor.workers} workers; draw probability {runner.config['draw_probability']:.3f}"
+        f"{count(executor.workers, 'worker')}; draw probability {runner.config['draw_probability']:.3f}"
     )
     tell_default_step_sizes(runner.data)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

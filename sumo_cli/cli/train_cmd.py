@@ -12,6 +12,7 @@ from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resolve_workers, resume_command,
 )
 from sumo_cli.cli.markup import esc
+from sumo_cli.cli.wording import count
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
@@ -278,7 +279,7 @@ def train(
             f"training run {run_id}: {agent_name} ({cfg.body}, {cfg.policy_arch}, strategy {cfg.strategy}"
             f"{', recipe ' + cfg.recipe if cfg.recipe else ''}) "
             f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {planned:,} "
-            f"env steps ({batch}), {cfg.physics} physics, {executor.workers} worker(s){pace}",
+            f"env steps ({batch}), {cfg.physics} physics, {count(executor.workers, 'worker')}{pace}",
             highlight=False,
         )
 
