@@ -72,3 +72,25 @@ def test_the_shipped_results_folder_lists_every_file_in_it_so_sumo_report_in_a_c
     shipped = Path(__file__).resolve().parents[1] / "docs" / "results"
     assert sorted(written(shipped) + [MANIFEST]) == sorted(p.name for p in shipped.iterdir())
     check(shipped)  # `sumo report` (its default --out) takes it
+
+
+def test_the_report_names_the_exact_command_that_regenerates_it(cli, tmp_path):
+    db = _empty_db(tmp_path)
+    code, _, err = cli("--db", db, "report", "--out", "results")
+    assert code == 0, err
+    head = (tmp_path / "results" / "report.md").read_text().split("\n\n")[1]
+    assert f"regenerate it with `sumo --db {tmp_path / 'gen.sqlite'} report --out results`" in head
+    assert "same command" not in head
+    code, _, err = cli("--db", db, "report", "--out", "results", "--regenerate-with", "scripts/report_results.sh")
+    assert code == 0, err
+    assert "regenerate it with `scripts/report_results.sh`" in (tmp_path / "results" / "report.md").read_text()
+    code, _, err = cli("--db", db, "report", "--out", "results", "--regenerate-with", " ")
+    assert code == 2 and "--regenerate-with is empty" in err
+
+
+def test_the_shipped_report_names_the_script_that_regenerates_it_and_no_temporary_path():
+    repo = Path(__file__).resolve().parents[1]
+    head = (repo / "docs" / "results" / "report.md").read_text().split("\n\n")[1]
+    assert "regenerate it with `scripts/report_results.sh`" in head and "/tmp" not in head
+    script = (repo / "scripts" / "report_results.sh").read_text()
+    assert 'report --out "$OUT" --regenerate-with "scripts/report_results.sh' in script

@@ -10,7 +10,9 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json, resolved_db_url, workers_option
+from sumo_cli.cli.common import (
+    err_console, friendly, open_db, print_json, resolved_db_url, resume_command, workers_option,
+)
 from sumo_cli.cli.markup import esc
 
 #: Where the report goes without --out (relative to the current folder).
@@ -25,6 +27,9 @@ def report(
     quick: bool = typer.Option(False, "--quick", help="With --run: small versions (seconds to minutes), for a first look and tests."),
     workers: Optional[int] = workers_option("Parallel games of what --run runs"),
     json_out: bool = typer.Option(False, "--json", help="Print the report's path, parts and what is missing as JSON."),
+    regenerate: Optional[str] = typer.Option(None, "--regenerate-with", help="The command the report names as the one "
+                                             "that regenerates it (default: this one, with its --db), e.g. a script "
+                                             "that first runs the experiments into a fresh database."),
 ) -> None:
     """Render every experiment the database holds into OUT/report.md with PNGs; print the command of each missing one.
 
@@ -34,6 +39,8 @@ def report(
 
     if quick and not run:
         raise UserError("--quick sizes what --run runs; add --run (or leave --quick out to only render)")
+    if regenerate is not None and not regenerate.strip():
+        raise UserError("--regenerate-with is empty; give the command that regenerates the report, or leave it out")
     if workers is not None and workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     shown = str(out)  # as given, for the command the report names
@@ -49,7 +56,7 @@ def report(
     try:
         report_ = B.build(db, tmp, workers, say=(lambda line: None) if json_out else
                           (lambda line: err_console.print(line, highlight=False)))
-        path = render.write(report_, tmp, out, f"sumo report --out {shlex.quote(shown)}")
+        path = render.write(report_, tmp, out, regenerate or resume_command(ctx, f"report --out {shlex.quote(shown)}"))
     finally:
         import shutil
 
