@@ -53,3 +53,11 @@ def test_one_worker_is_one_worker_in_the_expected_duration():
     est = E.RunEstimate(rounds_to_play=100, workers=1, say=lines.append)
     est.on_progress(10, 5.0)
     assert lines and "on each of 1 worker," in lines[0], lines
+
+
+def test_the_readme_runs_the_fast_tests_and_ci_runs_them_all():
+    readme = (REPO / "README.md").read_text()
+    assert ".venv/bin/python -m pytest -m \"not slow\"\n" in readme
+    ci = (REPO / ".ci" / "run").read_text()
+    last = [ln for ln in ci.splitlines() if "pytest" in ln and not ln.startswith("#")][-1]
+    assert last.endswith(".venv/bin/python -m pytest") and re.search(r"\s-m\s", last.split("pytest", 1)[1]) is None

@@ -307,6 +307,7 @@ def test_experiment_commands_refuse_bad_input_in_one_sentence_and_write_nothing(
     assert code == 0 and json.loads(out) == [], out
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_report_run_exits_130_with_the_resume_command_and_writes_no_report(tmp_path):
     import signal
     import subprocess
