@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import typer
 from rich.console import Console
 
+from sumo_cli.cli.limits import check_at_most
 from sumo_cli.cli.markup import esc
 from sumo_cli.errors import UserError
 from sumo_cli.runtime import interrupts
@@ -67,10 +68,12 @@ def resolved_db_url(ctx: typer.Context) -> str:
 
 
 def open_db(ctx: typer.Context):  # noqa: ANN201
-    from sumo_cli.shipped import register_shipped
+    from sumo_cli.shipped import read_manifest, register_shipped
     from sumo_cli.store.database import Database
 
-    db = Database(resolved_db_url(ctx))
+    url = resolved_db_url(ctx)
+    read_manifest()  # a SUMO_POLICIES folder that is not there is refused before the database is created
+    db = Database(url)
     register_shipped(db)  # the agents in policies/: every database sees them without the user doing anything
     return db
 
@@ -109,8 +112,10 @@ def resolve_threads(threads: int | None, episodes: int) -> int:
 
 
 def require_positive(value: int, what: str) -> int:
+    """``value`` when it is at least 1 and, for a size (rounds, matches, ...), at most its limit."""
     if value < 1:
         raise UserError(f"{what} must be at least 1, got {value}")
+    check_at_most(value, what)
     return value
 
 

@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import check_agents, check_output, err_console, friendly, open_db, print_json
+from sumo_cli.cli.common import (
+    check_agents, check_output, err_console, friendly, open_db, print_json, require_positive,
+)
 
 
 def _pick(versions: list[int], wanted: Optional[str], points: int, has_start: bool = True) -> list[int]:
@@ -73,8 +75,8 @@ def sumo_curve(
 
     if bouts < 1:
         raise UserError(f"--bouts must be at least 1, got {bouts}")
-    if rounds is not None and rounds < 1:
-        raise UserError(f"--rounds must be at least 1, got {rounds}")
+    if rounds is not None:
+        require_positive(rounds, "--rounds")
     if physics not in ("faithful", "fast"):
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
     check_output(plot, "--plot", ".png")

@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    err_console, first_interrupt_only, friendly, open_db, print_json, resume_command, starting_run, workers_option,
+    err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command, starting_run,
+    workers_option,
 )
 from sumo_cli.cli.markup import esc
 from sumo_cli.cli.wording import count
@@ -163,8 +164,7 @@ def _game_experiment(ctx, kind, agents, opponents, rounds, episodes, repeats, ph
         if not agents:
             raise UserError("name the players with --agents, e.g. --agents ant-lstm,ant-lstm:track")
         for value, what in ((rounds, "--rounds"), (repeats, "--repeats"), *((e, "--episodes") for e in episodes)):
-            if value < 1:
-                raise UserError(f"{what} must be at least 1, got {value}")
+            require_positive(value, what)
         if physics not in ("faithful", "fast"):
             raise UserError(f"--physics must be faithful or fast, got {physics!r}")
 
