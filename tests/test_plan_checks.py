@@ -63,3 +63,19 @@ def test_the_shipped_plan_passes_the_train_commands_parser():
     from sumo_cli.population_plan import load_plan
 
     check_steps(load_plan())
+
+
+def test_a_tournament_on_a_partial_plan_says_that_shipped_agents_fill_the_rest(cli, tmp_path, monkeypatch):
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("SUMO_POLICIES", str(repo / "policies"))
+    code, _, err = cli("train", "--body", "ant", "--arch", "mlp", "--name", "t-ant", "--recipe", "paper", "--envs", "2",
+                       "--steps", "40", "--physics", "fast", "--epochs", "1", "--minibatches", "1", "--iterations", "1")
+    assert code == 0, err
+    plan = tmp_path / "partial.toml"
+    plan.write_text(HEADER + '[[steps]]\nname = "t-ant"\nmember = "ant-mlp"\ntrain = "--body ant --arch mlp"\n')
+    code, _, err = cli("tournament", "--plan", plan, "--bodies", "ant", "--kinds", "mlp-none,lstm-none", "--matches", "1",
+                       "--rounds", "1", "--episodes", "1", "--physics", "fast", "-j", "1")
+    flat = " ".join(err.split())
+    assert code == 0, err
+    assert ("the plan fills 1 of the population's 2 agents; the other 1 are the database's agents of their canonical "
+            "names (ant-lstm: the shipped ones") in flat, flat

@@ -11,8 +11,9 @@ from sumo_cli.cli.common import (
     check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
     starting_run, tell_default_step_sizes, workers_option,
 )
-from sumo_cli.cli.markup import esc
 from sumo_cli.cli.estimate import RunEstimate
+from sumo_cli.cli.markup import esc
+from sumo_cli.cli.population_support import filled_by_others
 from sumo_cli.cli.wording import count
 
 
@@ -111,6 +112,9 @@ def evolve(
                 slots = load_plan(plan).members()
             members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
                                            slots)
+            note = filled_by_others(members, slots)
+            if note and not json_out:
+                err_console.print(note, highlight=False, soft_wrap=True)
         from sumo_cli.compete.evolution import EvolutionRunner, evolution_config
 
         config = evolution_config(members, copies, generations, matches, rounds, episodes, physics)

@@ -41,3 +41,19 @@ def check_steps(plan) -> None:  # noqa: ANN001 - population_plan.Plan
 def own_log_dir(parent: Path) -> Path:
     """A folder for this runner's logs under ``parent``, named by its start time and process id."""
     return parent / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def filled_by_others(members, slots: dict[str, str] | None) -> str | None:  # noqa: ANN001 - population.Member
+    """The sentence a tournament or evolution on ``--plan`` prints when the plan fills only part of
+    the population: the other slots are played by the database's agents of the canonical names (the
+    shipped ones, unless trained over); None when the plan fills every slot played."""
+    if slots is None:
+        return None
+    played = sorted({m.name.split("@", 1)[0] for m in members})
+    others = [n for n in played if n not in set(slots.values())]
+    if not others:
+        return None
+    shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
+    return (f"the plan fills {len(played) - len(others)} of the population's {len(played)} agents; the other "
+            f"{len(others)} are the database's agents of their canonical names ({shown}: the shipped ones unless "
+            "you trained agents under those names)")

@@ -12,6 +12,7 @@ from sumo_cli.cli.common import (
     starting_run, tell_default_step_sizes, workers_option,
 )
 from sumo_cli.cli.markup import esc
+from sumo_cli.cli.population_support import filled_by_others
 from sumo_cli.cli.wording import count
 
 
@@ -85,6 +86,9 @@ def tournament(
                 slots = load_plan(plan).members()
             members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
                                            slots)
+            note = filled_by_others(members, slots)
+            if note and not json_out:
+                err_console.print(note, highlight=False, soft_wrap=True)
             if population is not None:
                 if population < 2:
                     raise UserError(f"--population must be at least 2, got {population}")
