@@ -33,3 +33,35 @@ def test_a_size_beyond_its_limit_is_one_sentence_before_anything_is_written(cli,
     code, out, err = cli(*args)
     assert code == 2 and sentence in " ".join(err.split()) and out == "", err
     assert not (tmp_path / "db").exists()
+
+
+def test_sumo_policies_is_read_for_a_database_that_registered_the_agents_from_elsewhere(cli, tmp_path, monkeypatch):
+    import json
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("SUMO_POLICIES", str(repo / "policies"))
+    code, out, err = cli("agents", "show", "ant-mlp", "--json")
+    assert code == 0, err
+    shipped = {v["version"]: v["checkpoint"] for v in json.loads(out)["versions"]}
+    # a copy of the shipped folder: ant-mlp's files copied (one of them tampered with), the rest linked
+    copy = tmp_path / "my-policies"
+    copy.mkdir()
+    for entry in (repo / "policies").iterdir():
+        if entry.name == "ant-mlp":
+            shutil.copytree(entry, copy / entry.name)
+        else:
+            (copy / entry.name).symlink_to(entry)
+    monkeypatch.setenv("SUMO_POLICIES", str(copy))
+    code, out, err = cli("agents", "show", "ant-mlp", "--json")
+    assert code == 0, err
+    now = {v["version"]: v["checkpoint"] for v in json.loads(out)["versions"]}
+    assert now.keys() == shipped.keys() and all(p.startswith(str(copy)) for p in now.values()), now
+    default = json.loads(out)["default_version"]
+    target = Path(now[default] + ".safetensors")
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 0xFF
+    target.write_bytes(bytes(data))
+    code, _, err = cli("play", "ant-mlp", "bug-mlp", "--rounds", "1", "--episodes", "1")
+    assert code == 2 and "ant-mlp" in err and "Traceback" not in err, err  # the copy is read, and refused
