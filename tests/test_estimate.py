@@ -72,7 +72,7 @@ def test_estimate_lines_and_their_timing(monkeypatch):
     clock[0] = 102.0
     est.on_progress(10, 5.0)  # 0.5 s per game-round per worker: 990 left on 2 workers = 247.5 s
     assert est.left_text() == "4 min 08 s"
-    assert lines == ["expected duration: 4 min 10 s, 4 min 08 s left (0.50 s per game-round on each of 2 workers, "
+    assert lines == ["expected duration: 4 min 10 s, 4 min 08 s left (0.50 s per game-round on each of 2 worker(s), "
                      "from the 10 of 1,000 game-rounds played so far)"]
     clock[0] = 130.0
     est.on_progress(10, 5.0)  # neither a tenth of the run nor 10 minutes later

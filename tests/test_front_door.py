@@ -46,15 +46,6 @@ def test_a_52_48_draw_says_why_where_it_is_printed(capsys):
     assert why in " ".join(capsys.readouterr().err.split())
 
 
-def test_one_worker_is_one_worker_in_the_expected_duration():
-    from sumo_cli.cli import estimate as E
-
-    lines: list[str] = []
-    est = E.RunEstimate(rounds_to_play=100, workers=1, say=lines.append)
-    est.on_progress(10, 5.0)
-    assert lines and "on each of 1 worker," in lines[0], lines
-
-
 def test_the_readme_runs_the_fast_tests_and_ci_runs_them_all():
     readme = (REPO / "README.md").read_text()
     assert ".venv/bin/python -m pytest -m \"not slow\"\n" in readme

@@ -58,11 +58,9 @@ def test_each_runner_writes_its_logs_into_a_folder_of_its_own(cli, tmp_path, mon
         assert log.read_text().count("nobody-here") == 1, log.read_text()
 
 
-def test_the_shipped_plan_passes_the_train_commands_parser():
-    from sumo_cli.cli.population_support import check_steps
-    from sumo_cli.population_plan import load_plan
-
-    check_steps(load_plan())
+def test_the_shipped_plan_passes_the_train_commands_parser(cli):
+    code, out, err = cli("population", "show", "--json")  # the shipped plan, every step's options parsed
+    assert code == 0 and "Traceback" not in err, err
 
 
 def test_a_tournament_on_a_partial_plan_says_that_shipped_agents_fill_the_rest(cli, tmp_path, monkeypatch):
@@ -77,5 +75,6 @@ def test_a_tournament_on_a_partial_plan_says_that_shipped_agents_fill_the_rest(c
                        "--rounds", "1", "--episodes", "1", "--physics", "fast", "-j", "1")
     flat = " ".join(err.split())
     assert code == 0, err
+    assert "1 worker;" in flat and "1 workers" not in flat  # the run's header, in words
     assert ("the plan fills 1 of the population's 2 agents; the other 1 are the database's agents of their canonical "
             "names (ant-lstm: the shipped ones") in flat, flat

@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from sumo_cli.cli.common import err_console, friendly, open_db, print_json
-from sumo_cli.cli.markup import esc
 
 app = typer.Typer(help="List agents, or show one with its versions and record.", invoke_without_command=True)
 
@@ -21,7 +20,6 @@ def list_agents(
     if ctx.invoked_subcommand is not None:
         return
     from rich.table import Table
-    from rich.text import Text
     from sqlalchemy import select
 
     from sumo_cli import names
@@ -67,6 +65,8 @@ def list_agents(
             if body is not None:
                 table.add_section()
             body = r["body"]
+            from rich.text import Text
+
             table.add_row(Text(str(body), style="bold"), *[""] * (len(cols) - 1))
         shown = {**r, "stages": ",".join(map(str, r["stages"])) if r["stages"] else None}
         table.add_row(*(str(shown[c]) if shown[c] is not None else "-" for c in cols))
@@ -116,6 +116,8 @@ def show(
     if json_out:
         print_json(doc)
         return
+    from sumo_cli.cli.markup import esc
+
     err_console.print(
         f"[bold]{esc(doc['name'])}[/]: " + esc(f"{doc['body']}, {doc['arch']}, strategy {doc['strategy']}, "
                                               f"{doc['provenance']}; default version {doc['default_version']}"),

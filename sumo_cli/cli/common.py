@@ -21,6 +21,7 @@ from rich.console import Console
 
 from sumo_cli.cli.limits import check_at_most
 from sumo_cli.cli.markup import esc
+from sumo_cli.cli.preflight import check_policies_folder
 from sumo_cli.errors import UserError
 from sumo_cli.runtime import interrupts
 
@@ -68,12 +69,11 @@ def resolved_db_url(ctx: typer.Context) -> str:
 
 
 def open_db(ctx: typer.Context):  # noqa: ANN201
-    from sumo_cli.shipped import read_manifest, register_shipped
+    from sumo_cli.shipped import register_shipped
     from sumo_cli.store.database import Database
 
-    url = resolved_db_url(ctx)
-    read_manifest()  # a SUMO_POLICIES folder that is not there is refused before the database is created
-    db = Database(url)
+    check_policies_folder()  # a SUMO_POLICIES folder that is not there: refused before the database is created
+    db = Database(resolved_db_url(ctx))
     register_shipped(db)  # the agents in policies/: every database sees them without the user doing anything
     return db
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from sumo_cli.cli.wording import count
 from sumo_cli.runtime.progress import Throughput
 
 
@@ -66,7 +65,7 @@ class RunEstimate:
         self._said = now
         left = self.seconds_left
         per_round = self.rate.seconds / self.rate.units
-        basis = (f"{per_round:.2f} s per game-round on each of {count(self.workers, 'worker')}, "
+        basis = (f"{per_round:.2f} s per game-round on each of {self.workers} worker(s), "
                  f"from the {self.rate.units:,.0f} of {self.total:,} game-rounds played so far")
         if first:
             elapsed = now - self.started

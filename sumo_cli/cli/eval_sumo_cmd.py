@@ -7,9 +7,7 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import (
-    check_agents, check_output, err_console, friendly, open_db, print_json, require_positive,
-)
+from sumo_cli.cli.common import check_agents, check_output, err_console, friendly, open_db, print_json
 
 
 def _pick(versions: list[int], wanted: Optional[str], points: int, has_start: bool = True) -> list[int]:
@@ -73,10 +71,13 @@ def sumo_curve(
     and loss rates, and how fast it closes in on the opponent, against the env steps it trained."""
     from sumo_cli.errors import UserError
 
+    from sumo_cli.cli.limits import check_at_most
+
+    check_at_most(rounds or 1, "--rounds")
     if bouts < 1:
         raise UserError(f"--bouts must be at least 1, got {bouts}")
-    if rounds is not None:
-        require_positive(rounds, "--rounds")
+    if rounds is not None and rounds < 1:
+        raise UserError(f"--rounds must be at least 1, got {rounds}")
     if physics not in ("faithful", "fast"):
         raise UserError(f"--physics must be faithful or fast, got {physics!r}")
     check_output(plot, "--plot", ".png")

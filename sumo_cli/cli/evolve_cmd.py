@@ -12,9 +12,6 @@ from sumo_cli.cli.common import (
     starting_run, tell_default_step_sizes, workers_option,
 )
 from sumo_cli.cli.estimate import RunEstimate
-from sumo_cli.cli.markup import esc
-from sumo_cli.cli.population_support import filled_by_others
-from sumo_cli.cli.wording import count
 
 
 def shares_table(history: list[dict], key: str):  # noqa: ANN201
@@ -112,11 +109,11 @@ def evolve(
                 slots = load_plan(plan).members()
             members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
                                            slots)
-            note = filled_by_others(members, slots)
-            if note and not json_out:
-                err_console.print(note, highlight=False, soft_wrap=True)
         from sumo_cli.compete.evolution import EvolutionRunner, evolution_config
 
+        from sumo_cli.cli.population_support import say_plan_fills
+
+        say_plan_fills(members, plan is not None and not agents, json_out)
         config = evolution_config(members, copies, generations, matches, rounds, episodes, physics)
         run_id = EvolutionRunner.create(db, config, seed)
     else:
@@ -129,7 +126,7 @@ def evolve(
         executor = make_executor(workers, address)
     err_console.print(
         f"evolution run {run_id}: {runner.n_slots} members ({len(runner.members)} agents x {runner.config['copies']}), "
-        f"{runner.config['generations']} generations of {runner.matches} games, {count(executor.workers, 'worker')}"
+        f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} worker{'s' if executor.workers != 1 else ''}"
     )
     tell_default_step_sizes(runner.data)
 
@@ -151,6 +148,8 @@ def evolve(
             history = runner.run(executor, on_game=on_game, on_generation=on_generation, on_progress=on_progress)
     except KeyboardInterrupt:
         executor.close()
+        from sumo_cli.cli.markup import esc
+
         err_console.print(f"[yellow]interrupted[/]: finished games are stored. Resume with: "
                           f"{esc(resume_command(ctx, f'evolve --resume {run_id}'))}", markup=True, highlight=False,
                           soft_wrap=True)

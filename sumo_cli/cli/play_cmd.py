@@ -11,8 +11,6 @@ from sumo_cli.cli.common import (
     check_agents, check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
     resolve_threads, tell_default_step_sizes, threads_option,
 )
-from sumo_cli.cli.markup import esc
-from sumo_cli.cli.wording import draw_text
 
 
 @friendly
@@ -117,6 +115,9 @@ def _live_view(job, quiet: bool):  # noqa: ANN001, ANN202
 
 def _print_summary(result: dict, s: dict, match_id: int) -> None:
     from rich.table import Table
+
+    from sumo_cli.cli.markup import esc
+    from sumo_cli.cli.wording import draw_text
 
     played = s["rounds_won_a"] + s["rounds_drawn"] + s["rounds_won_b"]
     verdict = esc({"a": f"{result['a']} wins", "b": f"{result['b']} wins", "draw": draw_text(played)}[s["outcome"]])

@@ -139,9 +139,9 @@ def show(
 
     workers = resolve_workers(workers)
     plan = load_plan(plan_path)
-    check_steps(plan)
     from sumo_cli import population_runner as PR
 
+    check_steps(plan)
     db = open_db(ctx)
     states = PR.step_states(db, plan)
     if json_out:

@@ -43,17 +43,21 @@ def own_log_dir(parent: Path) -> Path:
     return parent / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
-def filled_by_others(members, slots: dict[str, str] | None) -> str | None:  # noqa: ANN001 - population.Member
-    """The sentence a tournament or evolution on ``--plan`` prints when the plan fills only part of
-    the population: the other slots are played by the database's agents of the canonical names (the
-    shipped ones, unless trained over); None when the plan fills every slot played."""
-    if slots is None:
-        return None
+def say_plan_fills(members, on_plan: bool, quiet: bool) -> None:  # noqa: ANN001 - population.Member
+    """One line when a tournament or evolution on ``--plan`` plays agents the plan did not make:
+    the slots its steps leave empty are filled by the database's agents of the canonical names (the
+    shipped ones, unless agents were trained under those names)."""
+    from sumo_cli.cli.common import err_console
+    from sumo_cli.names import canonical_name
+
+    if not on_plan or quiet:
+        return
     played = sorted({m.name.split("@", 1)[0] for m in members})
-    others = [n for n in played if n not in set(slots.values())]
+    others = sorted({m.name.split("@", 1)[0] for m in members
+                     if m.name.split("@", 1)[0] == canonical_name(m.body, m.arch, m.strategy)})
     if not others:
-        return None
+        return
     shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
-    return (f"the plan fills {len(played) - len(others)} of the population's {len(played)} agents; the other "
-            f"{len(others)} are the database's agents of their canonical names ({shown}: the shipped ones unless "
-            "you trained agents under those names)")
+    err_console.print(f"the plan fills {len(played) - len(others)} of the population's {len(played)} agents; the other "
+                      f"{len(others)} are the database's agents of their canonical names ({shown}: the shipped ones "
+                      "unless you trained agents under those names)", highlight=False, soft_wrap=True)

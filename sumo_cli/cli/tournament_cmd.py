@@ -11,9 +11,6 @@ from sumo_cli.cli.common import (
     check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
     starting_run, tell_default_step_sizes, workers_option,
 )
-from sumo_cli.cli.markup import esc
-from sumo_cli.cli.population_support import filled_by_others
-from sumo_cli.cli.wording import count
 
 
 def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: ANN201
@@ -86,9 +83,6 @@ def tournament(
                 slots = load_plan(plan).members()
             members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
                                            slots)
-            note = filled_by_others(members, slots)
-            if note and not json_out:
-                err_console.print(note, highlight=False, soft_wrap=True)
             if population is not None:
                 if population < 2:
                     raise UserError(f"--population must be at least 2, got {population}")
@@ -100,6 +94,9 @@ def tournament(
                 members = [members[i] for i in sorted(pick)]
         from sumo_cli.compete import tournament as T
 
+        from sumo_cli.cli.population_support import say_plan_fills
+
+        say_plan_fills(members, plan is not None and not agents, json_out)
         config = T.tournament_config(members, matches, rounds, episodes, physics, draw_probability)
         from sumo_cli.library import load_agent
 
@@ -117,7 +114,7 @@ def tournament(
     err_console.print(
         f"tournament run {run_id}: {len(runner.members)} agents, {len(runner.schedule)} games of "
         f"{runner.config['game']['rounds']} rounds x {runner.config['game']['episodes']} episodes, "
-        f"{count(executor.workers, 'worker')}; draw probability {runner.config['draw_probability']:.3f}"
+        f"{executor.workers} worker{'s' if executor.workers != 1 else ''}; draw probability {runner.config['draw_probability']:.3f}"
     )
     tell_default_step_sizes(runner.data)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -153,6 +150,8 @@ def tournament(
             task = progress.add_task("games", total=len(runner.schedule), completed=done, left=estimate.left_text())
             board = runner.run(executor, on_game, on_progress=on_progress)
     except KeyboardInterrupt:
+        from sumo_cli.cli.markup import esc
+
         executor.close()
         err_console.print(
             f"[yellow]interrupted[/]: {len(runner.outcomes)} of {len(runner.schedule)} games are stored. "
