@@ -203,7 +203,7 @@ def _pct(b: dict | None) -> str:
 
 
 def markdown(out: dict, args) -> str:  # noqa: ANN001 - the parsed arguments
-    """The page docs/results/population.md: bars, how bouts end, cross-body pairings, budget, meta gain."""
+    """The page docs/population.md: bars, how bouts end, cross-body pairings, budget, meta gain."""
     from sumo_cli import names
 
     order = {n: i for i, n in enumerate(names.all_combination_names())}

@@ -1,6 +1,6 @@
 """The population's quality bars, measured as the agents play in games (an experiment, not product code).
 
-    python -m benchmarks.population_quality --db ~/sumo-runs/pop.sqlite --out q.json --markdown docs/results/population.md
+    python -m benchmarks.population_quality --db ~/sumo-runs/pop.sqlite --out q.json --markdown docs/population.md
     python -m benchmarks.population_quality --db train.sqlite --agent probe-ant-mlp@600 --out cand.json   # a candidate
     python -m benchmarks.population_quality --db any.sqlite --shipped --out q.json --manifest policies/manifest.json
 

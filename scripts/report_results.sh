@@ -23,4 +23,4 @@ for st in none track meta; do
     --hidden 32 --seed 0
 done
 $SUMO --db "$DB" eval locomotion toy-loco-mlp toy-loco-mlp-track toy-loco-mlp-meta --repeats 10 --seed 0
-$SUMO --db "$DB" report --out "$OUT"
+$SUMO --db "$DB" report --out "$OUT" --regenerate-with "scripts/report_results.sh${1:+ $1}${2:+ $2}"

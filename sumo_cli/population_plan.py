@@ -171,9 +171,14 @@ def parse_plan(text: str, path: Path) -> Plan:
                 for agent in _agent_names(probe.option(flag) or ""):
                     if agent.startswith("zoo-"):
                         raise UserError(f"{where}: {flag} names an original RoboSumo policy ({agent}); a population is trained from fresh weights")
+                    if agent == name:
+                        raise UserError(f"{where}: {flag} names the step itself")
                     if agent in seen and agent != name and agent not in deps:
                         deps.append(agent)
-            it = probe.iterations()
+            try:
+                it = probe.iterations()
+            except ValueError:
+                raise UserError(f"{where}: --iterations must be a whole number") from None
             if it is not None and it < 1:
                 raise UserError(f"{where}: --iterations must be at least 1")
             step = Step(name, member, train, "", tuple(deps), body, arch, strategy)

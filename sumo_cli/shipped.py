@@ -15,8 +15,9 @@ Each version is a checkpoint pair (``<file>.safetensors`` + ``<file>.json``, see
 which is checked before the file is parsed, as for every checkpoint. :func:`register_shipped` adds
 the agents a database does not have yet and updates those it holds from an earlier shipping (an
 agent of the user's with the same name is left alone), so every database sees the current ones
-without the user doing anything. ``SUMO_POLICIES`` names another folder; set to an empty string, it
-turns the shipped agents off.
+without the user doing anything. ``SUMO_POLICIES`` names another folder, also for a database that
+registered the agents from elsewhere: their files are then read from it (each checked against the
+manifest's SHA-256); set to an empty string, it turns the shipped agents off.
 """
 
 from __future__ import annotations
@@ -104,6 +105,16 @@ def _out_of_date(held: tuple[str, int | None, dict[int, str]] | None, shipped: S
                                          or any(hashes.get(v.version) != v.sha256 for v in shipped.versions))
 
 
+def _moved(held: tuple[str, int | None, dict[int, str]] | None, paths: dict[int, str] | None,
+           shipped: ShippedAgent) -> bool:
+    """Whether the database reads a shipped agent's files from another folder than the one shipping
+    it now (``SUMO_POLICIES`` names a copy, or the checkout moved): the files of the folder in use are
+    the ones read, each checked against its SHA-256 before it is parsed."""
+    if held is None or held[0] != PROVENANCE:
+        return False
+    return any((paths or {}).get(v.version, str(v.path)) != str(v.path) for v in shipped.versions)
+
+
 def register_shipped(db: Database) -> list[str]:
     """Register the shipped agents that ``db`` does not have, and bring up to date the ones it holds
     from an earlier shipping (a re-shipped agent: its versions' files and hashes, its default and
@@ -114,15 +125,17 @@ def register_shipped(db: Database) -> list[str]:
         return []
     with db.read() as s:
         held = registry.version_hashes(s, [a.name for a in agents])
-    todo = [a for a in agents if _out_of_date(held.get(a.name), a)]
+        paths = registry.version_paths(s, [a.name for a in agents])
+    todo = [a for a in agents if _out_of_date(held.get(a.name), a) or _moved(held.get(a.name), paths.get(a.name), a)]
     if not todo:
         return []
     try:
         with db.write() as s:
             held = registry.version_hashes(s, [a.name for a in todo])
+            paths = registry.version_paths(s, [a.name for a in todo])
             done = []
             for a in todo:
-                if not _out_of_date(held.get(a.name), a):
+                if not _out_of_date(held.get(a.name), a) and not _moved(held.get(a.name), paths.get(a.name), a):
                     continue
                 agent = registry.get_agent(s, a.name)
                 origin = {"source": "policies", **a.provenance}
@@ -136,7 +149,7 @@ def register_shipped(db: Database) -> list[str]:
                     if row is None:
                         registry.add_version(s, agent, v.version, str(v.path), v.sha256, iteration=v.iteration,
                                              metrics=metrics)
-                    elif row.sha256 != v.sha256:
+                    elif row.sha256 != v.sha256 or row.checkpoint_path != str(v.path):
                         row.checkpoint_path, row.sha256, row.iteration = str(v.path), v.sha256, v.iteration
                         row.metrics = metrics or {}
                 agent.default_version = a.default_version

@@ -50,6 +50,7 @@ def test_an_unknown_agent_exits_2(tmp_path, monkeypatch):
     assert e.value.code == 2
 
 
+@pytest.mark.slow
 def test_unchanged_bouts_are_those_of_sumo_eval_and_changes_change_them(tmp_path, monkeypatch):
     monkeypatch.setenv("SUMO_POLICIES", str(POLICIES))  # the shipped agents play
     db = Database(f"sqlite:///{tmp_path / 'sumo.sqlite'}")
@@ -68,6 +69,7 @@ def test_unchanged_bouts_are_those_of_sumo_eval_and_changes_change_them(tmp_path
         assert other["lengths"] != same["lengths"], change
 
 
+@pytest.mark.slow
 def test_a_window_of_one_step_is_a_reset_and_one_longer_than_the_bouts_changes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("SUMO_POLICIES", str(POLICIES))
     db = Database(f"sqlite:///{tmp_path / 'sumo.sqlite'}")

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from sqlalchemy import create_engine, text
 
 
@@ -83,6 +84,7 @@ def test_db_current_names_the_right_cure_for_a_newer_database(cli, tmp_path):
     assert code == 0 and "db upgrade" not in status and "newer sumo" in status
 
 
+@pytest.mark.slow
 def test_processes_creating_one_new_database_at_once_all_succeed(tmp_path):
     code = "import sys; from sumo_cli.store.database import open_database; open_database(sys.argv[1]).dispose()"
     for attempt in range(4):

@@ -45,6 +45,7 @@ def test_point_experiment_runs_every_strategy():
     assert "ppo_tracking" in text
 
 
+@pytest.mark.slow
 def test_meta_updates_beat_no_adaptation_small_run():
     """30 meta-iterations of the recipe (one seed, 2 x 8 evaluation chains): after one round, the
     meta-update (Algorithm 2 and from the current policy) reaches a much higher return than the

@@ -28,16 +28,30 @@ SMALL = [
 ]
 
 
-def tour_commands() -> list[str]:
+#: The first line of a tour block whose lines need the original policies (not shipped).
+ZOO_MARK = "# needs SUMO_ZOO_DIR"
+
+
+def tour_blocks() -> list[tuple[bool, list[str]]]:
+    """The tour's bash blocks in order: (needs the zoo, its `sumo` lines)."""
     text = README.read_text()
     tour = text.split("## Tour", 1)[1].split("\n## ", 1)[0]
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", tour, re.S):
-        for line in block.splitlines():
-            line = line.strip()
-            if line.startswith("sumo "):
-                commands.append(line)
-    return commands
+    blocks = re.findall(r"```bash\n(.*?)```", tour, re.S)
+    return [(block.lstrip().startswith(ZOO_MARK),
+             [ln.strip() for ln in block.splitlines() if ln.strip().startswith("sumo ")]) for block in blocks]
+
+
+def tour_commands(zoo: bool = True) -> list[str]:
+    return [line for needs_zoo, lines in tour_blocks() if zoo or not needs_zoo for line in lines]
+
+
+def test_the_tour_marks_every_line_that_needs_the_original_policies():
+    """A fresh clone has no zoo: every line that names one of its agents or SUMO_ZOO_DIR is in a
+    block marked as needing it, and the other lines run without it."""
+    for needs_zoo, lines in tour_blocks():
+        for line in lines:
+            assert needs_zoo or not ("zoo-" in line or "SUMO_ZOO_DIR" in line), line
+    assert any(needs_zoo for needs_zoo, _ in tour_blocks()) and len(tour_commands(zoo=False)) >= 20
 
 
 ACTIVATE = ". .venv/bin/activate"
@@ -102,12 +116,17 @@ def test_setup_first_command_runs(tmp_path):
 @pytest.mark.slow
 def test_readme_tour_runs(tmp_path):
     """Each line pasted into a fresh shell after the set-up: bash, the activation, then the line."""
-    if not os.environ.get("SUMO_ZOO_DIR"):
-        pytest.skip(reason="SUMO_ZOO_DIR is unset: the tour imports the original RoboSumo policies")
     (tmp_path / ".venv").symlink_to(sys.prefix)  # the set-up's .venv, here the one running the tests
-    for cmd in tour_commands():
-        for pattern, small in SMALL:
-            cmd = re.sub(pattern, small, cmd)
-        proc = subprocess.run(["bash", "-c", f"{ACTIVATE} && {cmd}"], cwd=tmp_path, env=fresh_shell_env(),
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"README command failed: {cmd}\n{proc.stderr[-3000:]}"
+    zoo = bool(os.environ.get("SUMO_ZOO_DIR"))  # the marked zoo block runs where the original policies are
+    for needs_zoo, lines in tour_blocks():
+        if needs_zoo and not zoo:
+            continue
+        env = fresh_shell_env()
+        if not needs_zoo:  # as in a fresh clone: no zoo
+            env.pop("SUMO_ZOO_DIR", None)
+        for cmd in lines:
+            for pattern, small in SMALL:
+                cmd = re.sub(pattern, small, cmd)
+            proc = subprocess.run(["bash", "-c", f"{ACTIVATE} && {cmd}"], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, f"README command failed: {cmd}\n{proc.stderr[-3000:]}"

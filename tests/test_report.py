@@ -261,7 +261,7 @@ def test_the_report_refuses_bad_input_and_writes_nothing(cli, tmp_path):
     other.mkdir()
     (other / "notes.txt").write_text("keep")
     code, _, err = cli("--db", db, "report", "--out", other)
-    assert code == 2 and "holds other files" in " ".join(err.split())
+    assert code == 2 and "holds files that no earlier report wrote there (notes.txt)" in " ".join(err.split())
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
     code, _, err = cli("--db", db, "report", "--out", tmp_path / "r", "-j", "0")
     assert code == 2 and "--workers" in err
@@ -307,6 +307,7 @@ def test_experiment_commands_refuse_bad_input_in_one_sentence_and_write_nothing(
     assert code == 0 and json.loads(out) == [], out
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_report_run_exits_130_with_the_resume_command_and_writes_no_report(tmp_path):
     import signal
     import subprocess

@@ -114,7 +114,7 @@ def test_shipping_refuses_a_file_that_does_not_match_its_hash(tmp_path):
 REPO_POLICIES = Path(__file__).resolve().parents[1] / "policies"
 SHIPPED = shipped.read_manifest(REPO_POLICIES)
 #: Bouts of the final stage against a motionless Ant, as it plays in games (adapting between rounds
-#: of 3); the population's bars (>= 85% of >= 96 bouts) are measured in docs/results/population.md.
+#: of 3); the population's bars (>= 85% of >= 96 bouts) are measured in docs/population.md.
 ROUNDS = 4
 
 
@@ -132,7 +132,7 @@ def test_shipped_agents_fight_a_motionless_ant_as_measured(name, tmp_path, monke
     """A few seeded faithful bouts from the reference start, played as in games (adaptive agents
     adapting between rounds), won as often as the manifest says the agent wins them: inside the
     two-sided 99.9% range of a binomial with the measured rate (its 96 bouts of
-    docs/results/population.md), so a broken load, policy or physics shows in either direction."""
+    docs/population.md), so a broken load, policy or physics shows in either direction."""
     from scipy.stats import binom
 
     from sumo_cli.compete.game import AgentData, FixedOpponent, GameSettings, play_game

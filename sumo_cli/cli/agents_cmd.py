@@ -65,7 +65,9 @@ def list_agents(
             if body is not None:
                 table.add_section()
             body = r["body"]
-            table.add_row(f"[bold]{body}[/]", *[""] * (len(cols) - 1))
+            from rich.text import Text
+
+            table.add_row(Text(str(body), style="bold"), *[""] * (len(cols) - 1))
         shown = {**r, "stages": ",".join(map(str, r["stages"])) if r["stages"] else None}
         table.add_row(*(str(shown[c]) if shown[c] is not None else "-" for c in cols))
     err_console.print(table)
@@ -114,9 +116,12 @@ def show(
     if json_out:
         print_json(doc)
         return
+    from sumo_cli.cli.markup import esc
+
     err_console.print(
-        f"[bold]{doc['name']}[/]: {doc['body']}, {doc['arch']}, strategy {doc['strategy']}, "
-        f"{doc['provenance']}; default version {doc['default_version']}"
+        f"[bold]{esc(doc['name'])}[/]: " + esc(f"{doc['body']}, {doc['arch']}, strategy {doc['strategy']}, "
+                                              f"{doc['provenance']}; default version {doc['default_version']}"),
+        markup=True,
     )
     seen = doc["observations_seen"]
     if seen:

@@ -19,10 +19,13 @@ from typing import Any, Callable, Iterator
 import typer
 from rich.console import Console
 
+from sumo_cli.cli.limits import check_at_most
+from sumo_cli.cli.markup import esc
+from sumo_cli.cli.preflight import check_policies_folder
 from sumo_cli.errors import UserError
 from sumo_cli.runtime import interrupts
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, markup=False)  # user text is never markup (cli.markup)
 
 
 def friendly(fn: Callable) -> Callable:
@@ -33,7 +36,7 @@ def friendly(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {esc(exc)}", markup=True, highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             # Commands with long runs save their progress and print the resume command themselves;
@@ -69,6 +72,7 @@ def open_db(ctx: typer.Context):  # noqa: ANN201
     from sumo_cli.shipped import register_shipped
     from sumo_cli.store.database import Database
 
+    check_policies_folder()  # a SUMO_POLICIES folder that is not there: refused before the database is created
     db = Database(resolved_db_url(ctx))
     register_shipped(db)  # the agents in policies/: every database sees them without the user doing anything
     return db
@@ -108,8 +112,10 @@ def resolve_threads(threads: int | None, episodes: int) -> int:
 
 
 def require_positive(value: int, what: str) -> int:
+    """``value`` when it is at least 1 and, for a size (rounds, matches, ...), at most its limit."""
     if value < 1:
         raise UserError(f"{what} must be at least 1, got {value}")
+    check_at_most(value, what)
     return value
 
 
@@ -210,7 +216,7 @@ def starting_run(ctx: typer.Context, kind: str, run_id: int) -> Iterator[None]:
         yield
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/] while starting run {run_id}. Resume with: "
-                          f"{resume_command(ctx, f'{kind} --resume {run_id}')}", highlight=False, soft_wrap=True)
+                          f"{esc(resume_command(ctx, f'{kind} --resume {run_id}'))}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
 
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from sumo_cli.cli.common import (
-    check_output, err_console, friendly, open_db, print_json, resolve_workers, workers_option,
+    check_output, err_console, friendly, open_db, print_json, require_positive, resolve_workers, workers_option,
 )
 
 app = typer.Typer(help="Evaluate trained agents.", no_args_is_help=True)
@@ -30,10 +30,7 @@ def locomotion(
     """Run each agent with its strategy (none, track, rl2, meta; or NAME:STRATEGY) on the back, middle and front
     leg pairs: 7 consecutive episodes with that pair weakened (torque factor 1 .. 0), then a full
     reset, repeated; print the mean episodic reward of every episode with its 95% interval."""
-    from sumo_cli.errors import UserError
-
-    if repeats < 1:
-        raise UserError(f"--repeats must be at least 1, got {repeats}")
+    require_positive(repeats, "--repeats")
     workers = resolve_workers(workers)
     check_output(plot, "--plot", ".png")
     check_output(csv_out, "--csv", ".csv")

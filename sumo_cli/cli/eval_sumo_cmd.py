@@ -71,6 +71,9 @@ def sumo_curve(
     and loss rates, and how fast it closes in on the opponent, against the env steps it trained."""
     from sumo_cli.errors import UserError
 
+    from sumo_cli.cli.limits import check_at_most
+
+    check_at_most(rounds or 1, "--rounds")
     if bouts < 1:
         raise UserError(f"--bouts must be at least 1, got {bouts}")
     if rounds is not None and rounds < 1:

@@ -111,6 +111,9 @@ def evolve(
                                            slots)
         from sumo_cli.compete.evolution import EvolutionRunner, evolution_config
 
+        from sumo_cli.cli.population_support import say_plan_fills
+
+        say_plan_fills(members, plan is not None and not agents, json_out)
         config = evolution_config(members, copies, generations, matches, rounds, episodes, physics)
         run_id = EvolutionRunner.create(db, config, seed)
     else:
@@ -123,7 +126,7 @@ def evolve(
         executor = make_executor(workers, address)
     err_console.print(
         f"evolution run {run_id}: {runner.n_slots} members ({len(runner.members)} agents x {runner.config['copies']}), "
-        f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} workers"
+        f"{runner.config['generations']} generations of {runner.matches} games, {executor.workers} worker{'s' if executor.workers != 1 else ''}"
     )
     tell_default_step_sizes(runner.data)
 
@@ -145,8 +148,11 @@ def evolve(
             history = runner.run(executor, on_game=on_game, on_generation=on_generation, on_progress=on_progress)
     except KeyboardInterrupt:
         executor.close()
+        from sumo_cli.cli.markup import esc
+
         err_console.print(f"[yellow]interrupted[/]: finished games are stored. Resume with: "
-                          f"{resume_command(ctx, f'evolve --resume {run_id}')}", highlight=False, soft_wrap=True)
+                          f"{esc(resume_command(ctx, f'evolve --resume {run_id}'))}", markup=True, highlight=False,
+                          soft_wrap=True)
         raise typer.Exit(130)
     executor.close()
     if plot is not None:

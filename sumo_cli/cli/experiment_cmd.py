@@ -46,7 +46,7 @@ def _execute(ctx: typer.Context, kind: str, build, resume: Optional[int], seed: 
     total = len(runner.plan)
     cfg = runner.cfg
     err_console.print(f"{kind} run {run_id}: {total} games of {cfg['rounds']} rounds "
-                      f"({', '.join(map(str, cfg['episodes']))} episodes each), {executor.workers} workers; "
+                      f"({', '.join(map(str, cfg['episodes']))} episodes each), {executor.workers} worker{'s' if executor.workers != 1 else ''}; "
                       f"{done} already stored", highlight=False)
     progress = Progress(TextColumn("games"), BarColumn(), MofNCompleteColumn(), TextColumn("time left {task.fields[left]}"),
                         console=err_console, disable=json_out)
@@ -63,9 +63,11 @@ def _execute(ctx: typer.Context, kind: str, build, resume: Optional[int], seed: 
             task = progress.add_task("games", total=total, completed=done, left=estimate.left_text())
             runner.run(executor, on_game=lambda n: progress.update(task, completed=n), on_progress=on_progress)
     except KeyboardInterrupt:
+        from sumo_cli.cli.markup import esc
+
         executor.close()
         err_console.print(f"[yellow]interrupted[/]: {len(runner.done())} of {total} games are stored. Resume with: "
-                          f"{resume_command(ctx, f'experiment {kind} --resume {run_id}')}", highlight=False,
+                          f"{esc(resume_command(ctx, f'experiment {kind} --resume {run_id}'))}", markup=True, highlight=False,
                           soft_wrap=True)
         raise typer.Exit(130)
     executor.close()
@@ -161,6 +163,10 @@ def _game_experiment(ctx, kind, agents, opponents, rounds, episodes, repeats, ph
     if resume is None:
         if not agents:
             raise UserError("name the players with --agents, e.g. --agents ant-lstm,ant-lstm:track")
+        from sumo_cli.cli.limits import check_at_most
+
+        for value, what in ((rounds, "--rounds"), (repeats, "--repeats"), *((e, "--episodes") for e in episodes)):
+            check_at_most(value, what)
         for value, what in ((rounds, "--rounds"), (repeats, "--repeats"), *((e, "--episodes") for e in episodes)):
             if value < 1:
                 raise UserError(f"{what} must be at least 1, got {value}")

@@ -7,6 +7,8 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import check_output, err_console, friendly, open_db, print_json
+from sumo_cli.cli.markup import esc
+from sumo_cli.cli.wording import draw_text
 
 matches_app = typer.Typer(help="List stored games, or show one with its rounds.", invoke_without_command=True)
 
@@ -84,13 +86,14 @@ def print_match(doc: dict, sm: dict) -> None:
     settings in words, and a table of its rounds with every bout."""
     from sumo_cli.cli.tables import whole_words_table
 
-    verdict = {"a": f"{doc['a']} won", "b": f"{doc['b']} won", "draw": "a draw"}[doc["outcome"]]
     played = len(doc["rounds"])
+    verdict = {"a": f"{doc['a']} won", "b": f"{doc['b']} won", "draw": draw_text(played)}[doc["outcome"]]
     st = doc["settings"]
     if doc["interrupted"]:
         verdict = f"interrupted after {played} of {st.get('rounds', '?')} rounds (no result)"
     run = f", game {doc['run_index']} of run {doc['run_id']}" if doc["run_id"] is not None else ""
-    err_console.print(f"[bold]game #{doc['id']}[/]: {doc['a']} vs {doc['b']}{run}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold]game #{doc['id']}[/]: {esc(doc['a'])} vs {esc(doc['b'])}{run}", markup=True, highlight=False,
+                      soft_wrap=True)
     err_console.print(f"  {verdict}; rounds {doc['rounds_won_a']}-{doc['rounds_drawn']}-{doc['rounds_won_b']} (A-draw-B); "
                       f"win rate A {sm['win_rate_a']['rate']:.1%}, B {sm['win_rate_b']['rate']:.1%}", highlight=False,
                       soft_wrap=True)

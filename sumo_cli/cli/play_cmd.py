@@ -67,7 +67,7 @@ def play(
         err_console.print(
             f"[yellow]interrupted[/] after {len(outcome.result['rounds'])} of {rounds} rounds; stored as match "
             f"#{outcome.match_id} (marked interrupted). A game's adaptation state lives only in memory, so "
-            f"play it again from the start with the same command."
+            f"play it again from the start with the same command.", markup=True
         )
         raise typer.Exit(130)
     summary = outcome.summary
@@ -90,7 +90,8 @@ def _live_view(job, quiet: bool):  # noqa: ANN001, ANN202
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+        TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
         TimeRemainingColumn(), console=err_console, transient=False, disable=quiet,
     )
     state = {"a": 0, "b": 0, "n": 0, "task": None}
@@ -122,9 +123,13 @@ def _live_view(job, quiet: bool):  # noqa: ANN001, ANN202
 def _print_summary(result: dict, s: dict, match_id: int) -> None:
     from rich.table import Table
 
-    verdict = {"a": f"{result['a']} wins", "b": f"{result['b']} wins", "draw": "a draw"}[s["outcome"]]
+    from sumo_cli.cli.markup import esc
+    from sumo_cli.cli.wording import draw_text
+
+    played = s["rounds_won_a"] + s["rounds_drawn"] + s["rounds_won_b"]
+    verdict = esc({"a": f"{result['a']} wins", "b": f"{result['b']} wins", "draw": draw_text(played)}[s["outcome"]])
     err_console.print(
-        f"[bold]{verdict}[/]: rounds {s['rounds_won_a']}-{s['rounds_drawn']}-{s['rounds_won_b']} (A-draw-B), match #{match_id}"
+        f"[bold]{verdict}[/]: rounds {s['rounds_won_a']}-{s['rounds_drawn']}-{s['rounds_won_b']} (A-draw-B), match #{match_id}", markup=True
     )
     table = Table()
     for col in ("", "all rounds", "95% CI", "last 25", "95% CI"):

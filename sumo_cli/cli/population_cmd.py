@@ -12,6 +12,9 @@ import typer
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, resolve_workers, resume_command, workers_option,
 )
+from sumo_cli.cli.markup import esc
+from sumo_cli.cli.population_support import check_steps, own_log_dir
+from sumo_cli.cli.wording import count
 
 app = typer.Typer(help="Train the paper's population from a plan, or your own; show where it stands.",
                   no_args_is_help=True)
@@ -51,7 +54,7 @@ def _table(states, running: list[str], plan, workers: int):  # noqa: ANN001, ANN
 
     t = _totals(states, plan, workers)
     table = Table(title=f"population plan {plan.path.name}: {t['done']}/{len(states)} steps done, "
-                        f"about {_hms(t['eta_seconds'])} left on {workers} worker(s); so far {t['env_steps'] / 1e6:.1f} M "
+                        f"about {_hms(t['eta_seconds'])} left on {count(workers, 'worker')}; so far {t['env_steps'] / 1e6:.1f} M "
                         f"env steps and {t['training_seconds'] / 3600:.1f} h of training (the steps' own wall time)",
                   title_justify="left")
     for col in ("step", "member", "state", "continues", "iterations", "s/it"):
@@ -81,8 +84,8 @@ def train(
     workers: Optional[int] = workers_option("Steps trained side by side, one process each,"),
     address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS",
                                           help="Ray cluster address: every step's rollouts run there."),
-    logs: Optional[Path] = typer.Option(None, "--logs", help="Folder of the steps' logs (default: population-logs/ "
-                                        "beside the checkpoints)."),
+    logs: Optional[Path] = typer.Option(None, "--logs", help="Folder of the steps' logs, in a subfolder of this "
+                                        "runner's own (default: population-logs/ beside the checkpoints)."),
 ) -> None:
     """Train every step of the plan not done yet, in dependency order: finished steps are skipped,
     interrupted ones resumed exactly; Ctrl-C stops every step after it saves and prints the command
@@ -91,6 +94,7 @@ def train(
 
     workers = resolve_workers(workers)
     plan = load_plan(plan_path)
+    check_steps(plan)
     from rich.live import Live
 
     from sumo_cli import population_runner as PR
@@ -98,7 +102,7 @@ def train(
     from sumo_cli.store.registry import checkpoint_root
 
     db = open_db(ctx)
-    log_dir = logs or checkpoint_root(db.url) / "population-logs"
+    log_dir = own_log_dir(logs or checkpoint_root(db.url) / "population-logs")
     live = Live(console=err_console, refresh_per_second=1, transient=False) if err_console.is_terminal else None
     last_line = [0.0]
 
@@ -110,7 +114,7 @@ def train(
             err_console.print(_plain_line(states, running, plan, workers), highlight=False, soft_wrap=True)
 
     again = resume_command(ctx, f"population train{' --plan ' + str(plan.path.resolve()) if plan_path else ''} -j {workers}")
-    err_console.print(f"population plan {plan.path} ({len(plan.steps)} steps), {workers} worker(s); logs in {log_dir}",
+    err_console.print(f"population plan {plan.path} ({len(plan.steps)} steps), {count(workers, 'worker')}; logs in {log_dir}",
                       highlight=False, soft_wrap=True)
     try:
         with first_interrupt_only():
@@ -120,8 +124,8 @@ def train(
             else:
                 states = PR.run_plan(db, plan, workers, address, log_dir, on_update)
     except PR.PlanInterrupted:
-        err_console.print(f"[yellow]interrupted[/]: every step saved what it had done. Continue with: {again}",
-                          highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]interrupted[/]: every step saved what it had done. Continue with: {esc(again)}",
+                          markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
     err_console.print(f"the plan is done: {len(states)} steps; `sumo tournament --plan {plan.path}` plays its population",
                       highlight=False, soft_wrap=True)
@@ -142,6 +146,7 @@ def show(
     plan = load_plan(plan_path)
     from sumo_cli import population_runner as PR
 
+    check_steps(plan)
     db = open_db(ctx)
     states = PR.step_states(db, plan)
     if json_out:

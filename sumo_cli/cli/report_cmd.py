@@ -10,7 +10,10 @@ from typing import Optional
 
 import typer
 
-from sumo_cli.cli.common import err_console, friendly, open_db, print_json, resolved_db_url, workers_option
+from sumo_cli.cli.common import (
+    err_console, friendly, open_db, print_json, resolved_db_url, resume_command, workers_option,
+)
+from sumo_cli.cli.markup import esc
 
 #: Where the report goes without --out (relative to the current folder).
 DEFAULT_OUT = Path("docs/results")
@@ -19,11 +22,14 @@ DEFAULT_OUT = Path("docs/results")
 @friendly
 def report(
     ctx: typer.Context,
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder of the report (report.md and its PNGs); replaced whole."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder of the report (report.md, its PNGs and report-files.txt, the list a new report replaces)."),
     run: bool = typer.Option(False, "--run", help="First run the experiments the database holds nothing of."),
     quick: bool = typer.Option(False, "--quick", help="With --run: small versions (seconds to minutes), for a first look and tests."),
     workers: Optional[int] = workers_option("Parallel games of what --run runs"),
     json_out: bool = typer.Option(False, "--json", help="Print the report's path, parts and what is missing as JSON."),
+    regenerate: Optional[str] = typer.Option(None, "--regenerate-with", help="The command the report names as the one "
+                                             "that regenerates it (default: this one, with its --db), e.g. a script "
+                                             "that first runs the experiments into a fresh database."),
 ) -> None:
     """Render every experiment the database holds into OUT/report.md with PNGs; print the command of each missing one.
 
@@ -33,6 +39,8 @@ def report(
 
     if quick and not run:
         raise UserError("--quick sizes what --run runs; add --run (or leave --quick out to only render)")
+    if regenerate is not None and not regenerate.strip():
+        raise UserError("--regenerate-with is empty; give the command that regenerates the report, or leave it out")
     if workers is not None and workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     shown = str(out)  # as given, for the command the report names
@@ -48,7 +56,7 @@ def report(
     try:
         report_ = B.build(db, tmp, workers, say=(lambda line: None) if json_out else
                           (lambda line: err_console.print(line, highlight=False)))
-        path = render.write(report_, tmp, out, f"sumo report --out {shlex.quote(shown)}")
+        path = render.write(report_, tmp, out, regenerate or resume_command(ctx, f"report --out {shlex.quote(shown)}"))
     finally:
         import shutil
 
@@ -67,8 +75,9 @@ def report(
     err_console.print(f"wrote {path} with {len(figures)} figures ({len(report_.sections)} parts) in {seconds:.1f} s",
                       highlight=False)
     for m in report_.missing:
-        err_console.print(f"[bold]not in the database[/]: {m.title}. Run it with:\n  {m.command}"
-                          + (f"\n  or a small version: {m.quick}" if m.quick else ""), highlight=False, soft_wrap=True)
+        err_console.print(f"[bold]not in the database[/]: {esc(m.title)}. Run it with:\n  {esc(m.command)}"
+                          + (f"\n  or a small version: {esc(m.quick)}" if m.quick else ""), markup=True, highlight=False,
+                          soft_wrap=True)
     if report_.missing:
         err_console.print("`sumo report --run` runs them all; `sumo report --run --quick` the small versions.")
 
@@ -93,7 +102,7 @@ def _run_missing(ctx: typer.Context, db, quick: bool, workers: Optional[int]) ->
                               highlight=False, soft_wrap=True)
             continue
         for one in cmd.split(" && "):
-            err_console.print(f"[bold]running[/] {m.title}: {one}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold]running[/] {esc(m.title)}: {esc(one)}", markup=True, highlight=False, soft_wrap=True)
             code = app(["--db", url, *shlex.split(one)[1:]], prog_name="sumo", standalone_mode=False)
             if code:
                 break

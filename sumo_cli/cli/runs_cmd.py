@@ -207,7 +207,7 @@ def _print_header(run: dict) -> None:
     unit = {"train": "iterations", "tournament": "games", "evolution": "games"}.get(run["kind"], "done")
     err_console.print(
         f"[bold]#{run['id']}[/] {what}: {run['status']}, {run['done']}/{run['total']} {unit}, seed {run['seed']}",
-        highlight=False,
+        markup=True, highlight=False,
     )
     for line in _config_lines(run):
         err_console.print(f"  {line}", highlight=False, soft_wrap=True)

@@ -94,6 +94,9 @@ def tournament(
                 members = [members[i] for i in sorted(pick)]
         from sumo_cli.compete import tournament as T
 
+        from sumo_cli.cli.population_support import say_plan_fills
+
+        say_plan_fills(members, plan is not None and not agents, json_out)
         config = T.tournament_config(members, matches, rounds, episodes, physics, draw_probability)
         from sumo_cli.library import load_agent
 
@@ -111,7 +114,7 @@ def tournament(
     err_console.print(
         f"tournament run {run_id}: {len(runner.members)} agents, {len(runner.schedule)} games of "
         f"{runner.config['game']['rounds']} rounds x {runner.config['game']['episodes']} episodes, "
-        f"{executor.workers} workers; draw probability {runner.config['draw_probability']:.3f}"
+        f"{executor.workers} worker{'s' if executor.workers != 1 else ''}; draw probability {runner.config['draw_probability']:.3f}"
     )
     tell_default_step_sizes(runner.data)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -147,10 +150,13 @@ def tournament(
             task = progress.add_task("games", total=len(runner.schedule), completed=done, left=estimate.left_text())
             board = runner.run(executor, on_game, on_progress=on_progress)
     except KeyboardInterrupt:
+        from sumo_cli.cli.markup import esc
+
         executor.close()
         err_console.print(
             f"[yellow]interrupted[/]: {len(runner.outcomes)} of {len(runner.schedule)} games are stored. "
-            f"Resume with: {resume_command(ctx, f'tournament --resume {run_id}')}", highlight=False, soft_wrap=True,
+            f"Resume with: {esc(resume_command(ctx, f'tournament --resume {run_id}'))}", markup=True, highlight=False,
+            soft_wrap=True,
         )
         raise typer.Exit(130)
     executor.close()

@@ -11,6 +11,8 @@ import typer
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resolve_workers, resume_command,
 )
+from sumo_cli.cli.markup import esc
+from sumo_cli.cli.wording import count
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
@@ -118,7 +120,8 @@ def _training_view(total: int, done: int, json_out: bool, shown: str, fields):  
 def _interrupted(ctx: typer.Context, exc) -> None:  # noqa: ANN001 - training.TrainingInterrupted
     err_console.print(
         f"[yellow]interrupted[/]: run {exc.run_id} has {exc.done} of {exc.total} iterations saved. "
-        f"Resume with: {resume_command(ctx, f'train --resume {exc.run_id}')}", highlight=False, soft_wrap=True,
+        f"Resume with: {esc(resume_command(ctx, f'train --resume {exc.run_id}'))}", markup=True, highlight=False,
+        soft_wrap=True,
     )
     raise typer.Exit(130)
 
@@ -276,7 +279,7 @@ def train(
             f"training run {run_id}: {agent_name} ({cfg.body}, {cfg.policy_arch}, strategy {cfg.strategy}"
             f"{', recipe ' + cfg.recipe if cfg.recipe else ''}) "
             f"vs {','.join(cfg.opponents)}; iterations {done + 1}..{cfg.iterations} of {planned:,} "
-            f"env steps ({batch}), {cfg.physics} physics, {executor.workers} worker(s){pace}",
+            f"env steps ({batch}), {cfg.physics} physics, {count(executor.workers, 'worker')}{pace}",
             highlight=False,
         )
 

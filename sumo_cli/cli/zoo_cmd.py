@@ -15,7 +15,7 @@ app = typer.Typer(help="Import the original RoboSumo policy zoo.", no_args_is_he
 @friendly
 def import_(
     ctx: typer.Context,
-    path: Path = typer.Argument(
+    path: str = typer.Argument(
         ...,
         help="A copy of the archived robosumo repository, or a folder of <body>-<arch>-v<k>.npy files.",
     ),
@@ -24,6 +24,10 @@ def import_(
     """Import the 18 original policies as agents zoo-<body>-<arch>-v<k> (no adaptation)."""
     from sumo_cli.errors import UserError
 
+    if not path.strip():  # "$SUMO_ZOO_DIR" unset or empty: not the current folder
+        raise UserError("zoo import needs the folder of the original policies, got an empty PATH "
+                        "(is SUMO_ZOO_DIR set?)")
+    path = Path(path)
     if not path.is_dir():  # answered before torch loads (seconds)
         raise UserError(f"zoo folder {path} does not exist or is not a folder")
     from sumo_cli.library import import_zoo

@@ -104,6 +104,16 @@ def delete_agent(session: Session, agent: Agent) -> None:
     session.flush()
 
 
+def version_paths(session: Session, agent_names: list[str]) -> dict[str, dict[int, str]]:
+    """For each of these agents the database holds: {version: checkpoint path}, in one query."""
+    out: dict[str, dict[int, str]] = {}
+    rows = session.execute(select(Agent.name, Version.version, Version.checkpoint_path)
+                           .join(Version, Version.agent_id == Agent.id).where(Agent.name.in_(agent_names)))
+    for name, version, path in rows:
+        out.setdefault(name, {})[version] = path
+    return out
+
+
 def latest_version(session: Session, agent: Agent) -> int | None:
     return session.scalar(select(func.max(Version.version)).where(Version.agent_id == agent.id))
 
