@@ -88,9 +88,9 @@ import time
 import numpy as np
 import torch
 
-from sumo_cli.learn import meta as ML
+from sumo_cli import meta as ML
 from benchmarks import meta_envs as ME
-from sumo_cli.learn import meta_train as MT
+from sumo_cli.meta import meta_train as MT
 from sumo_cli.nets import policy as P
 
 
@@ -146,7 +146,7 @@ def run_seed(
     ``groups`` fresh chains of ``rounds`` tasks with every strategy. ``tracking``: the PPO settings
     of the tracking baseline's per-round update (default :data:`TRACKING`); ``extra_tracking``:
     ``{name: settings}`` of further tracking rows (``ppo_tracking_<name>``)."""
-    from sumo_cli.learn import ppo as PPO
+    from sumo_cli.ppo import ppo as PPO
 
     torch.set_num_threads(1)
     cfg = cfg or default_config()

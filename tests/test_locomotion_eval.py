@@ -1,4 +1,4 @@
-"""The locomotion task for learners: the TaskChainEnv adapter (sumo_cli.learn.locomotion_tasks),
+"""The locomotion task for learners: the TaskChainEnv adapter (sumo_cli.meta.locomotion_tasks),
 PPO and Algorithm 1 on it, and the 7-episode evaluation protocol (sumo_cli.compete.locomotion_eval).
 Tiny sizes: these check the plumbing, nothing is learnt."""
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from sumo_cli.compete import locomotion_eval as LE
-from sumo_cli.learn import meta as ML
-from sumo_cli.learn import meta_train as MT
-from sumo_cli.learn import ppo as PPO
-from sumo_cli.learn.locomotion_tasks import LocomotionChain
+from sumo_cli import meta as ML
+from sumo_cli.meta import meta_train as MT
+from sumo_cli.ppo import ppo as PPO
+from sumo_cli.meta.locomotion_tasks import LocomotionChain
 from sumo_cli.nets import policy as P
 from sumo_cli.sim import locomotion as L
 

@@ -63,8 +63,8 @@ def meta_steady_state_seconds(a: AgentData, episode_length: int, players: int = 
                               episodes: int = 3) -> float:
     """Seconds per round of ``players`` meta agents adapted in one call, once their buffers hold
     75 episodes."""
-    from sumo_cli.learn import strategies as S
-    from sumo_cli.learn.meta import MetaConfig
+    from sumo_cli.adapt import strategies as S
+    from sumo_cli.meta import MetaConfig
 
     cfg = MetaConfig()
     team = [a.player() for _ in range(players)]

@@ -66,7 +66,7 @@ def resolved_db_url(ctx: typer.Context) -> str:
 
 
 def open_db(ctx: typer.Context):  # noqa: ANN201
-    from sumo_cli.shipped import register_shipped
+    from sumo_cli.store.shipped import register_shipped
     from sumo_cli.store.database import Database
 
     db = Database(resolved_db_url(ctx))

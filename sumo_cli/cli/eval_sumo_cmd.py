@@ -90,7 +90,7 @@ def sumo_curve(
 
     db = open_db(ctx)
     check_agents(db, [agent])
-    from sumo_cli import library
+    from sumo_cli.store import library
     from sumo_cli.compete.bouts import MOTIONLESS, RANDOM, play_bouts, summary
     from sumo_cli.compete.game import AgentData
     from sumo_cli.sim.bodies import BODIES

@@ -104,7 +104,7 @@ def evolve(
         else:
             slots = None
             if plan is not None:
-                from sumo_cli.population_plan import load_plan
+                from sumo_cli.runs.population_plan import load_plan
 
                 slots = load_plan(plan).members()
             members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,

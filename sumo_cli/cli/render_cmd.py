@@ -69,7 +69,7 @@ def render(
 
     from sumo_cli.compete import video
     from sumo_cli.compete.game import AgentData, GameSettings
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
     from sumo_cli.sim.render import check_mp4_target, gl_backend
 
     if out is not None:

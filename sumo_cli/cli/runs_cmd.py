@@ -30,7 +30,7 @@ def list_runs(
         return
     from rich.table import Table
 
-    from sumo_cli.runtime.ownership import is_alive
+    from sumo_cli.store.ownership import is_alive
     from sumo_cli.store.games import list_runs as query
 
     check_output(csv_out, "--csv", ".csv")
@@ -107,7 +107,7 @@ def show(
     check_output(heatmap, "--heatmap", ".png")
     check_output(csv_out, "--csv", ".csv")
 
-    from sumo_cli.runtime.ownership import is_alive
+    from sumo_cli.store.ownership import is_alive
 
     db = open_db(ctx)
     with db.read() as s:
@@ -145,7 +145,7 @@ def show(
         doc["plot"] = str(training_curves(run, iterations, plot))
 
     if any("heldout_gain" in it["metrics"] for it in iterations or ()):  # a meta run (torch imported only then)
-        from sumo_cli.learn.meta_selfplay import heldout_summary
+        from sumo_cli.selfplay.meta_selfplay import heldout_summary
 
         doc["heldout"] = heldout_summary([it["metrics"] for it in iterations])
     if csv_out:
@@ -306,7 +306,7 @@ _EXPLAIN = {
 
 
 def heldout_line(h: dict) -> str:
-    """The held-out summary of a meta run (:func:`~sumo_cli.learn.meta_selfplay.heldout_summary`) as one sentence."""
+    """The held-out summary of a meta run (:func:`~sumo_cli.selfplay.meta_selfplay.heldout_summary`) as one sentence."""
     specific = ""
     if h.get("specific"):
         specific = f"; the part specific to the opponent adapted on {_spread_text(h['specific'])}"

@@ -78,7 +78,7 @@ def tournament(
         else:
             slots = None
             if plan is not None:
-                from sumo_cli.population_plan import load_plan
+                from sumo_cli.runs.population_plan import load_plan
 
                 slots = load_plan(plan).members()
             members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
@@ -95,7 +95,7 @@ def tournament(
         from sumo_cli.compete import tournament as T
 
         config = T.tournament_config(members, matches, rounds, episodes, physics, draw_probability)
-        from sumo_cli.library import load_agent
+        from sumo_cli.store.library import load_agent
 
         for m in members:  # a missing or corrupt checkpoint is refused before the run is written
             load_agent(db, m.name)
@@ -165,7 +165,7 @@ def tournament(
 
         write_csv(csv_out, rows)
         err_console.print(f"wrote {csv_out}")
-    from sumo_cli.report.tables import category_summary
+    from sumo_cli.compete.categories import category_summary
 
     cats = category_summary(rows)
     if json_out:

@@ -42,7 +42,7 @@ _FIELDS = {
 def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -> None:  # noqa: ANN001
     """The typos a new run can have, answered before torch and MuJoCo are imported."""
     from sumo_cli.errors import UserError
-    from sumo_cli.learn.recipes import RECIPES
+    from sumo_cli.selfplay.recipes import RECIPES
 
     if workers is not None and workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
@@ -207,7 +207,7 @@ def train(
     given = {k: v for k, v in locals().items() if k in _RUN_OPTIONS and v is not None}
     # everything that can be checked without torch and MuJoCo (seconds to load) is checked first
     _check_names(resume, env, body, arch, strategy, recipe, features, workers)
-    from sumo_cli.learn.train_config import TrainConfig
+    from sumo_cli.selfplay.train_config import TrainConfig
 
     if resume is not None:
         extend_to = given.pop("iterations", None)  # the one run option --resume takes: train a run further
@@ -221,14 +221,14 @@ def train(
 
         with db.read() as s:
             get_run(s, resume, TRAIN_KIND)  # an unknown run: one sentence
-        from sumo_cli import training as TR
+        from sumo_cli.runs import training as TR
 
         if TR.run_env(db, resume) == "locomotion":
             return _train_locomotion(ctx, db, resume, None, workers, address, json_out, extend_to=extend_to)
         cfg, agent_name, done = TR.check_resume(db, resume, extend_to)
         run_id = resume
     elif (env or "sumo").strip().lower() == "locomotion":
-        from sumo_cli import training as TR
+        from sumo_cli.runs import training as TR
 
         return _train_locomotion(ctx, None, None, given, workers, address, json_out, arch=arch, strategy=strategy)
     elif (env or "sumo").strip().lower() != "sumo":
@@ -239,7 +239,7 @@ def train(
     else:
         if body is None:
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
-        from sumo_cli.learn.recipes import default_recipe, recipe_values
+        from sumo_cli.selfplay.recipes import default_recipe, recipe_values
 
         kw = recipe_values((recipe or default_recipe(strategy)).strip().lower(), body.strip().lower())  # known: _check_names
         kw.update({_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env", "recipe")})
@@ -257,7 +257,7 @@ def train(
         if bad:
             raise UserError(bad[0])
         db = open_db(ctx)
-        from sumo_cli import training as TR
+        from sumo_cli.runs import training as TR
 
         agent_name, pool = TR.check_new_run(db, cfg, name)
         _say_numbered_name(agent_name, cfg.body, cfg.arch, cfg.strategy)
@@ -305,10 +305,10 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
                       extend_to: int | None = None) -> None:
     """`sumo train --env locomotion`: a new run (``given`` = the options typed) or ``--resume`` (``extend_to``:
     with more iterations)."""
-    from sumo_cli import locomotion_training as LT
-    from sumo_cli import training as TR
+    from sumo_cli.runs import locomotion_training as LT
+    from sumo_cli.runs import training as TR
     from sumo_cli.errors import UserError
-    from sumo_cli.learn.locomotion_learn import LocoConfig
+    from sumo_cli.runs.locomotion_learn import LocoConfig
 
     if address:
         raise UserError("--address does not apply to --env locomotion: it trains in this process (-j sets physics threads)")

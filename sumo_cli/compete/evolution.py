@@ -27,8 +27,8 @@ from sumo_cli.compete.schedule import apply_generation, random_pairs
 from sumo_cli.compete.engine import CONCURRENCY, batches, run_games_job
 from sumo_cli.compete.tournament import each_game, open_run
 from sumo_cli.errors import UserError
-from sumo_cli.library import load_agent
-from sumo_cli.runtime import ownership
+from sumo_cli.store.library import load_agent
+from sumo_cli.store import ownership
 from sumo_cli.store import games as store_games
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Match, Member as MemberRow

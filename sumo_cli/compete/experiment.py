@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Callable
 from sumo_cli import __version__, names
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.errors import UserError
-from sumo_cli.runtime import ownership
+from sumo_cli.store import ownership
 from sumo_cli.store import games as store_games
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
@@ -181,7 +181,7 @@ class ExperimentRunner:
 
     def _data(self, name: str, strategy: str) -> tuple["AgentData", int]:
         from sumo_cli.compete.game import AgentData
-        from sumo_cli.library import load_agent
+        from sumo_cli.store.library import load_agent
 
         if (name, strategy) not in self._cache:
             loaded = load_agent(self.db, name)

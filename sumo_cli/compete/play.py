@@ -10,7 +10,7 @@ from sumo_cli import __version__
 from sumo_cli.compete.game import AgentData, GameSettings, play_game
 from sumo_cli.compete.summary import summarise
 from sumo_cli.errors import UserError
-from sumo_cli.library import load_agent
+from sumo_cli.store.library import load_agent
 from sumo_cli.store import games as store_games
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database

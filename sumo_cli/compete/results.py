@@ -10,7 +10,7 @@ from sumo_cli.compete import ratings as R
 from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import random_pairs
 from sumo_cli.compete.tournament import Leaderboard, Standing
-from sumo_cli.report.tables import category_summary
+from sumo_cli.compete.categories import category_summary
 from sumo_cli.store import games as store_games
 from sumo_cli.store.database import Database
 

@@ -19,8 +19,8 @@ from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import ScheduledGame, random_pairs
 from sumo_cli.errors import UserError
-from sumo_cli.library import load_agent
-from sumo_cli.runtime import ownership
+from sumo_cli.store.library import load_agent
+from sumo_cli.store import ownership
 from sumo_cli.store import games as store_games
 from sumo_cli.store.database import Database
 

@@ -280,7 +280,7 @@ def count_matches(session: Session) -> int:
     return int(session.scalar(select(func.count(Match.id))) or 0)
 
 
-# Runs are of these kinds; only training runs have per-iteration rows (``sumo_cli.training.RUN_KIND``).
+# Runs are of these kinds; only training runs have per-iteration rows (``sumo_cli.runs.training.RUN_KIND``).
 TRAIN_KIND = "train"
 #: The command that continues an unfinished run of each resumable kind (an evolution: ``sumo evolve --resume ID``).
 RESUME_COMMANDS = {TRAIN_KIND: "train", "tournament": "tournament", "evolution": "evolve"}
