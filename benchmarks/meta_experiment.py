@@ -195,9 +195,9 @@ def run_seed(
         def tcfg(kw):
             return PPO.PPOConfig(**{**pcfg.__dict__, **kw})
 
-        out["ppo_tracking"] = play("tracking", pth, pres.obs_norm.stats, ppo_cfg=tcfg(TRACKING if tracking is None else tracking))
+        out["ppo_tracking"] = play("track", pth, pres.obs_norm.stats, ppo_cfg=tcfg(TRACKING if tracking is None else tracking))
         for name, kw in (extra_tracking or {}).items():
-            out[f"ppo_tracking_{name}"] = play("tracking", pth, pres.obs_norm.stats, ppo_cfg=tcfg(kw))
+            out[f"ppo_tracking_{name}"] = play("track", pth, pres.obs_norm.stats, ppo_cfg=tcfg(kw))
     log(json.dumps({"seed": seed, **out}))
     return out
 

@@ -108,7 +108,7 @@ def test_a_process_whose_run_was_taken_over_stops_without_writing(tmp_path):
     from sumo_cli.selfplay.selfplay import TrainConfig
     from sumo_cli.selfplay.recipes import recipe_values
     from sumo_cli.runtime.executor import make_executor
-    from sumo_cli.store.games import RunTakenOver
+    from sumo_cli.store.runs import RunTakenOver
 
     kw = recipe_values("paper", "ant")
     kw.update(body="ant", arch="mlp", iterations=4, n_envs=2, num_steps=20, physics="fast", epochs=1, num_minibatches=1)

@@ -231,3 +231,18 @@ def tell_default_step_sizes(agents) -> None:  # noqa: ANN001 - compete.game.Agen
         if note and note not in seen:
             seen.add(note)
             err_console.print(note, highlight=False, soft_wrap=True)
+
+
+def chosen_population(db, agents: str | None, bodies: str | None, kinds: str | None, plan) -> list:  # noqa: ANN001
+    """The members of a tournament or an evolution: ``--agents``, or the paper's population (the
+    shipped one, or the one ``--plan`` trained) narrowed by ``--bodies`` and ``--kinds``."""
+    from sumo_cli.compete import population as pop
+
+    if agents:
+        return pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
+    slots = None
+    if plan is not None:
+        from sumo_cli.runs.population_plan import load_plan
+
+        slots = load_plan(plan).members()
+    return pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None, slots)

@@ -31,7 +31,7 @@ def list_runs(
     from rich.table import Table
 
     from sumo_cli.store.ownership import is_alive
-    from sumo_cli.store.games import list_runs as query
+    from sumo_cli.store.runs import list_runs as query
 
     check_output(csv_out, "--csv", ".csv")
     db = open_db(ctx)
@@ -64,7 +64,7 @@ def list_runs(
 def resume_of(ctx: typer.Context, run: dict) -> str | None:
     """The command that continues ``run`` (a row of `sumo runs`) when it is interrupted and of a
     resumable kind; else None."""
-    from sumo_cli.store.games import RESUME_COMMANDS
+    from sumo_cli.store.runs import RESUME_COMMANDS
 
     command = RESUME_COMMANDS.get(run["kind"])
     if run["status"] != "interrupted" or command is None:
@@ -95,7 +95,7 @@ def show(
     summaries, --heatmap for the win probabilities; for an evolution the shares of every
     generation, --plot for the stacked-area figure."""
     from sumo_cli.errors import UserError
-    from sumo_cli.store.games import TRAIN_KIND, run_detail
+    from sumo_cli.store.runs import TRAIN_KIND, run_detail
 
     if every is not None and every < 1:
         raise UserError(f"--every must be at least 1, got {every}")

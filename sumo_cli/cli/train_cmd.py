@@ -42,15 +42,16 @@ _FIELDS = {
 def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -> None:  # noqa: ANN001
     """The typos a new run can have, answered before torch and MuJoCo are imported."""
     from sumo_cli.errors import UserError
+    from sumo_cli.names import ARCHS, BODIES, STRATEGIES
     from sumo_cli.selfplay.recipes import RECIPES
+    from sumo_cli.vocabulary import FEATURES
 
     if workers is not None and workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     if resume is not None or (env or "sumo").strip().lower() != "sumo":
         return
-    choices = {"--body": (body, ("ant", "bug", "spider")), "--arch": (arch, ("mlp", "lstm")),
-               "--strategy": (strategy, ("none", "track", "rl2", "meta")), "--recipe": (recipe, tuple(RECIPES)),
-               "--features": (features, ("none", "ego", "ego-past"))}
+    choices = {"--body": (body, BODIES), "--arch": (arch, ARCHS), "--strategy": (strategy, STRATEGIES),
+               "--recipe": (recipe, tuple(RECIPES)), "--features": (features, FEATURES)}
     for option, (value, allowed) in choices.items():
         if value is not None and value.strip().lower() not in allowed:
             raise UserError(f"unknown {option[2:]} {value!r}; choose one of {', '.join(allowed)}")
@@ -70,8 +71,8 @@ def _say_numbered_name(agent_name: str, body: str, arch: str, strategy: str) -> 
 def _stored_pace(db, run_id: int, left: int) -> str:  # noqa: ANN001
     """``; about 2 h 10 min left at ...`` for a resumed run: its iterations so far say how long the rest
     takes before this session's first one ends; "" for a new run."""
-    from sumo_cli.cli.estimate import duration
-    from sumo_cli.store.games import mean_iteration_seconds
+    from sumo_cli.runtime.estimate import duration
+    from sumo_cli.store.runs import mean_iteration_seconds
 
     with db.read() as s:
         mean = mean_iteration_seconds(s, run_id)
@@ -88,7 +89,7 @@ def _training_view(total: int, done: int, json_out: bool, shown: str, fields):  
     ``fields(metrics)``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from sumo_cli.cli.estimate import duration
+    from sumo_cli.runtime.estimate import duration
     from sumo_cli.cli.progress_lines import log_lines
 
     progress = Progress(
@@ -217,7 +218,7 @@ def train(
         if extend_to is not None:
             require_positive(extend_to, "--iterations")
         db = open_db(ctx)
-        from sumo_cli.store.games import TRAIN_KIND, get_run
+        from sumo_cli.store.runs import TRAIN_KIND, get_run
 
         with db.read() as s:
             get_run(s, resume, TRAIN_KIND)  # an unknown run: one sentence

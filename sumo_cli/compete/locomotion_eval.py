@@ -148,9 +148,7 @@ def evaluate_checkpoint(spec, params, stats, strategy: str, meta_params: dict, m
         return out
     if strategy == "track":
         ppo_cfg = _known(PPOConfig, metadata.get("ppo_config"))
-        out = evaluate(params, spec, stats, "tracking", pair, ppo_cfg=ppo_cfg, **kw)
-        out["strategy"] = "track"
-        return out
+        return evaluate(params, spec, stats, "track", pair, ppo_cfg=ppo_cfg, **kw)
     if strategy == "meta":
         stored = dict(metadata.get("meta_config") or {})
         stored.setdefault("execution", "paper")  # runs stored before the execution rule was a setting played Algorithm 2
@@ -163,7 +161,7 @@ def evaluate_checkpoint(spec, params, stats, strategy: str, meta_params: dict, m
     raise ValueError(f"unknown strategy {strategy!r}")
 
 
-def evaluate_all(theta, spec, stats, strategies=("none", "tracking", "meta"), pairs=("back", "middle", "front"),
+def evaluate_all(theta, spec, stats, strategies=("none", "track", "meta"), pairs=("back", "middle", "front"),
                  **kw) -> dict:
     """:func:`evaluate` for every strategy and test pair: ``{(strategy, pair): result}``."""
     return {(s, p): evaluate(theta, spec, stats, s, p, **kw) for s in strategies for p in pairs}
@@ -222,7 +220,7 @@ def experiment(iters: int = 100, groups: int = 8, group_size: int = 2, horizon: 
     pstats = pres.obs_norm.stats
     runs = {
         "meta": (res.theta, mstats, "meta"), "meta_none": (res.theta, mstats, "none"),
-        "ppo_none": (pth, pstats, "none"), "ppo_tracking": (pth, pstats, "tracking"),
+        "ppo_none": (pth, pstats, "none"), "ppo_tracking": (pth, pstats, "track"),
     }
     table = {}
     for name, (th, st, strat) in runs.items():

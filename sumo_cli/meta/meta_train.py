@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 
 from sumo_cli import meta as ML
+from sumo_cli import names
 from sumo_cli.ppo.rollout import Rollout
 from sumo_cli.sim.vec_env import VecEnv
 from sumo_cli.nets import normalizer as nz
@@ -381,7 +382,8 @@ def meta_train(
 # Algorithm 2 and the baselines
 
 
-STRATEGIES = ("none", "meta", "tracking")
+#: What a task chain can be played with: every strategy but RL^2 (whose carried state the chain resets).
+STRATEGIES = tuple(s for s in names.STRATEGIES if s != "rl2")
 
 
 def run_adaptation(
@@ -413,7 +415,7 @@ def run_adaptation(
       instead (``phi_{i+1} = phi_i - alpha* grad L(phi_i; its own episodes)``, on-policy: the
       importance weights are exactly 1): the learned update applied the way tracking applies its PPO update
       (a variant, not the paper's Algorithm 2; see :mod:`benchmarks.meta_experiment`);
-    * ``"tracking"``: after each round, one PPO update (``ppo_cfg``, :mod:`sumo_cli.ppo.ppo`) of
+    * ``"track"``: after each round, one PPO update (``ppo_cfg``, :mod:`sumo_cli.ppo.ppo`) of
       the group's current parameters on that round's experience.
     """
     if meta_from not in ("theta", "current"):
@@ -433,7 +435,7 @@ def run_adaptation(
             raise ValueError("strategy 'meta' needs cfg and log_alpha")
         adapter = ML.execution_adapter(spec, cur, log_alpha, cfg)
     tracked = opts = None
-    if strategy == "tracking":
+    if strategy == "track":
         ppo_cfg = ppo_cfg or PPO.PPOConfig()
         tracked = [{k: v[g].clone().requires_grad_(True) for k, v in cur.items()} for g in range(G)]
         opts = [PPO.make_optimizer(p, ppo_cfg) for p in tracked]
@@ -449,7 +451,7 @@ def run_adaptation(
                 adapter = ML.ExecutionAdapter(spec, cur, log_alpha, cfg)
             adapter.add(episodes_from_rollout(ro, G, cfg))
             cur = adapter.compute()
-        elif strategy == "tracking":
+        elif strategy == "track":
             for g in range(G):
                 PPO.ppo_update(spec, tracked[g], opts[g], _rollout_columns(ro, slice(g * E, (g + 1) * E)), stats, ppo_cfg, gen)
             cur = P.stack_params([{k: v.detach() for k, v in p.items()} for p in tracked])

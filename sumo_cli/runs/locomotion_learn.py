@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from sumo_cli import meta as ML
+from sumo_cli.names import ARCHS, STRATEGIES
 from sumo_cli.selfplay import selfplay as SP
 from sumo_cli.ppo.rollout import Rollout
 from sumo_cli.nets import normalizer as nz
@@ -49,8 +50,6 @@ from sumo_cli.nets import policy as P
 from sumo_cli.runtime.threads import torch_threads
 from sumo_cli.sim import locomotion as L
 
-ARCHS = ("mlp", "lstm")
-STRATEGIES = ("none", "track", "rl2", "meta")
 _ENV_SEED, _POLICY_SEED, _TASK_SEED, _META_SEED = 21, 22, 23, 24
 
 

@@ -22,7 +22,7 @@ from sumo_cli.errors import UserError
 from sumo_cli.runs import locomotion_learn as LL
 from sumo_cli.selfplay import selfplay as SP
 from sumo_cli.store import ownership
-from sumo_cli.store import games as store_runs
+from sumo_cli.store import runs as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Run

@@ -21,15 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from sqlalchemy import func, select
-
 from sumo_cli.errors import UserError
 from sumo_cli.runs.population_plan import Plan, Step
 from sumo_cli.store import ownership
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
-from sumo_cli.store.games import live_holder
-from sumo_cli.store.models import Iteration, Run
+from sumo_cli.store.models import Run
+from sumo_cli.store.runs import iteration_totals, live_holder
 
 TODO, PARTIAL, DONE, FAILED = "to do", "partial", "done", "failed"
 #: a step whose run another live process holds (a `sumo train --resume` typed by hand, a second runner)
@@ -86,9 +84,7 @@ def step_states(db: Database, plan: Plan) -> list[StepState]:
             if run is None:
                 raise UserError(f"the database has an agent {step.name!r} that no training run made; "
                                 "use another database for this plan, or rename the step")
-            n, wall, steps = s.execute(select(func.count(), func.coalesce(func.sum(Iteration.wall_seconds), 0.0),
-                                              func.coalesce(func.max(Iteration.env_steps), 0))
-                                       .where(Iteration.run_id == run.id)).one()
+            n, wall, steps = iteration_totals(s, run.id)
             if run.progress_done >= total:
                 state = DONE
             elif live_holder(run, ownership.is_alive) is not None:

@@ -38,7 +38,7 @@ from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets.checkpoint import checkpoint_paths, checkpoint_tensors, load_checkpoint, save_checkpoint
 from sumo_cli.store import ownership
 from sumo_cli.sim.bodies import BODIES
-from sumo_cli.store import games as store_runs
+from sumo_cli.store import runs as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Iteration, Run

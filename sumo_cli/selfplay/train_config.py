@@ -157,7 +157,7 @@ class TrainConfig(StoredConfig):
         if self.features not in FEATURES:
             bad.append(f"features must be one of {', '.join(FEATURES)}, got {self.features!r}")
         if self.physics not in PHYSICS:
-            bad.append(f"physics must be faithful or fast, got {self.physics!r}")
+            bad.append(f"physics must be {' or '.join(PHYSICS)}, got {self.physics!r}")
         if not 0.0 <= self.anneal_start <= 1.0:
             bad.append(f"anneal-start must be in [0, 1], got {self.anneal_start}")
         if self.lr <= 0 or self.reward_scale <= 0:

@@ -71,7 +71,7 @@ def load_agent(db: Database, name: str) -> LoadedAgent:
 def training_curve_points(db: Database, name: str) -> tuple[list[int], int | None, dict | None]:
     """The stored versions of a trained agent, the env steps of one training iteration, and the
     checkpoint of its untrained start (``{"path", "sha256"}``, played as version 0), from its run."""
-    from sumo_cli.store import games as store_runs
+    from sumo_cli.store import runs as store_runs
 
     with db.read() as s:
         agent = registry.get_agent(s, names.parse(name).name)

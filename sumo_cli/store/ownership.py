@@ -16,6 +16,8 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from sumo_cli.store import runs as store_runs
+
 OTHER_HOST_STALE = timedelta(minutes=10)
 
 
@@ -80,9 +82,7 @@ def _busy(run_id: int, holder: str):  # noqa: ANN202 - a UserError
 
 def check_not_running(run) -> None:  # noqa: ANN001 - a stored Run
     """A UserError while another live process runs ``run`` (checked again, atomically, by :func:`claim`)."""
-    from sumo_cli.store import games as store_games
-
-    held = store_games.live_holder(run, is_alive)
+    held = store_runs.live_holder(run, is_alive)
     if held:
         raise _busy(run.id, held)
 
@@ -90,12 +90,10 @@ def check_not_running(run) -> None:  # noqa: ANN001 - a stored Run
 def claim(db, run_id: int) -> str:  # noqa: ANN001 - a store.database.Database
     """This process's claim on run ``run_id``, the one writer from now on; a UserError, with nothing
     written, while another live process runs it. Every write of the run then passes the claim
-    (``store.games.set_run_status(..., owner=)``, ``check_owner``)."""
-    from sumo_cli.store import games as store_games
-
+    (``store.runs.set_run_status(..., owner=)``, ``check_owner``)."""
     owner = new_owner()
     with db.write() as s:
-        held = store_games.claim_run(s, run_id, owner, is_alive)
+        held = store_runs.claim_run(s, run_id, owner, is_alive)
     if held:
         raise _busy(run_id, held)
     return owner
