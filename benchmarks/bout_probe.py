@@ -39,10 +39,10 @@ from sumo_cli.compete.bouts import _actor
 from sumo_cli.compete.game import AgentData
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.errors import UserError
-from sumo_cli.learn.sumo_vec import CurriculumSumo
-from sumo_cli.library import load_agent
+from sumo_cli.selfplay.sumo_vec import CurriculumSumo
+from sumo_cli.store.library import load_agent
 from sumo_cli.nets import features as F
-from sumo_cli.shipped import register_shipped
+from sumo_cli.store.shipped import register_shipped
 from sumo_cli.sim import sumo_env
 from sumo_cli.sim.bodies import body_spec
 from sumo_cli.store.database import Database

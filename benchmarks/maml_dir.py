@@ -28,7 +28,7 @@ The runner with a goal velocity (:class:`RunnerVelocity`, ``--body runner-vel``;
 before any adaptation, and a step only has to tune its speed.
 
 ``python -m benchmarks.maml_dir --seeds 3 [--body runner|runner-vel]`` meta-trains the default configuration (the one
-:mod:`benchmarks.maml_nav` uses: :class:`~sumo_cli.learn.meta.MetaConfig` with MAML-style
+:mod:`benchmarks.maml_nav` uses: :class:`~sumo_cli.meta.MetaConfig` with MAML-style
 steps on fresh episodes), pre-trains a PPO policy on the same number of env steps (every episode
 a new direction), then plays fresh tasks with
 
@@ -55,10 +55,10 @@ import torch
 
 from benchmarks import planar_runner as PR
 from benchmarks.maml_nav import add_config_options, config_overrides, config_record, interval, meta_env_steps, pretrain_ppo
-from sumo_cli.learn import meta as ML
-from sumo_cli.learn import meta_train as MT
-from sumo_cli.learn import tasks as TK
-from sumo_cli.learn.vec_env import StepOut
+from sumo_cli import meta as ML
+from sumo_cli.meta import meta_train as MT
+from sumo_cli.meta import tasks as TK
+from sumo_cli.sim.vec_env import StepOut
 from sumo_cli.nets import policy as P
 from sumo_cli.sim import locomotion as LOC
 
@@ -116,8 +116,8 @@ BODIES = {
 
 class DirectionTask:
     """``num_groups * group_size`` envs of one body; group ``g`` plays the direction ``tasks[g]``. The
-    :class:`~sumo_cli.learn.meta_train.TaskChainEnv` contract of a task *distribution* (as
-    :class:`sumo_cli.learn.tasks.TaskFamily`): ``sample_tasks`` draws a direction per group,
+    :class:`~sumo_cli.meta.meta_train.TaskChainEnv` contract of a task *distribution* (as
+    :class:`sumo_cli.meta.tasks.TaskFamily`): ``sample_tasks`` draws a direction per group,
     ``next_task`` starts fresh episodes of the same directions. With ``resample_every_episode``
     every episode of every env gets a fresh direction (the stream PPO pre-trains on). The horizon
     ends an episode as a termination (the finite-horizon return is the objective, as in TaskFamily).

@@ -1,7 +1,7 @@
 """2D navigation of Finn et al. 2017 (MAML, Sec. 5.3), scaled to a 2-core machine.
 
 ``python -m benchmarks.maml_nav --seeds 3`` meta-trains the default configuration
-(:class:`sumo_cli.learn.meta.MetaConfig`, MAML-style consecutive steps on fresh episodes:
+(:class:`sumo_cli.meta.MetaConfig`, MAML-style consecutive steps on fresh episodes:
 ``inner_data="fresh"``, ``outer_steps="post"``) and pre-trains a PPO policy on the same number of
 env steps (every episode a new goal), then plays fresh tasks with
 
@@ -30,10 +30,10 @@ import numpy as np
 import torch
 
 from benchmarks.maml_tasks import Navigation2D
-from sumo_cli.learn import meta as ML
-from sumo_cli.learn import meta_train as MT
-from sumo_cli.learn import ppo as PPO
-from sumo_cli.learn import tasks as TK
+from sumo_cli import meta as ML
+from sumo_cli.meta import meta_train as MT
+from sumo_cli.ppo import ppo as PPO
+from sumo_cli.meta import tasks as TK
 from sumo_cli.nets import policy as P
 
 PUBLISHED = {  # Finn et al. 2017, Fig. 4 (2D navigation): return after 0, 1, 2, 3 steps (approximate)

@@ -1,10 +1,10 @@
-"""Standard few-shot RL tasks of the MAML literature, written against :class:`sumo_cli.learn.tasks.TaskFamily`."""
+"""Standard few-shot RL tasks of the MAML literature, written against :class:`sumo_cli.meta.tasks.TaskFamily`."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from sumo_cli.learn.tasks import TaskFamily
+from sumo_cli.meta.tasks import TaskFamily
 
 
 class Navigation2D(TaskFamily):

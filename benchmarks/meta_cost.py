@@ -5,8 +5,8 @@ worth of data at ``sumo train --strategy meta``'s default sizes (8 tasks x 512 e
 collection, here 5 episodes of 60-100 steps per task, with the stored recurrent states of 10-step
 BPTT windows as the rollouts carry them) and times, in this process, one thread:
 
-* one outer step of :meth:`sumo_cli.learn.meta.MetaLearner.update` with the default
-  :class:`~sumo_cli.learn.meta.MetaConfig` (3 inner steps on fresh batches, create_graph, the
+* one outer step of :meth:`sumo_cli.meta.MetaLearner.update` with the default
+  :class:`~sumo_cli.meta.MetaConfig` (3 inner steps on fresh batches, create_graph, the
   outer PPO objective over every step's batch, backward into theta and log alpha);
 * one PPO gradient step (clipped surrogate + value loss, backward) of the same policy on the same
   data, as the PPO learner takes it (one set of parameters, the tasks' episodes as columns of one
@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from sumo_cli.learn import meta as ML
+from sumo_cli import meta as ML
 from sumo_cli.nets import policy as P
 from sumo_cli.sim.bodies import body_spec
 

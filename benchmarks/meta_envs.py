@@ -1,6 +1,6 @@
 """A small nonstationary task for checking the meta-learner: a 2-D point whose goal drifts.
 
-:class:`DriftingGoalPoint` implements :class:`sumo_cli.learn.meta_train.TaskChainEnv`: envs come in
+:class:`DriftingGoalPoint` implements :class:`sumo_cli.meta.meta_train.TaskChainEnv`: envs come in
 groups of ``group_size``; every group follows a chain of tasks ``T_1, T_2, ...``. Task ``T_i`` has
 the goal ``radius * (cos(phi_0 + i * omega), sin(phi_0 + i * omega))``: the goal moves along a circle
 by a fixed angle ``omega`` per task, with ``phi_0`` uniform and ``omega`` uniform in
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sumo_cli.learn.vec_env import StepOut
+from sumo_cli.sim.vec_env import StepOut
 
 
 class DriftingGoalPoint:

@@ -88,9 +88,9 @@ import time
 import numpy as np
 import torch
 
-from sumo_cli.learn import meta as ML
+from sumo_cli import meta as ML
 from benchmarks import meta_envs as ME
-from sumo_cli.learn import meta_train as MT
+from sumo_cli.meta import meta_train as MT
 from sumo_cli.nets import policy as P
 
 
@@ -146,7 +146,7 @@ def run_seed(
     ``groups`` fresh chains of ``rounds`` tasks with every strategy. ``tracking``: the PPO settings
     of the tracking baseline's per-round update (default :data:`TRACKING`); ``extra_tracking``:
     ``{name: settings}`` of further tracking rows (``ppo_tracking_<name>``)."""
-    from sumo_cli.learn import ppo as PPO
+    from sumo_cli.ppo import ppo as PPO
 
     torch.set_num_threads(1)
     cfg = cfg or default_config()
@@ -195,9 +195,9 @@ def run_seed(
         def tcfg(kw):
             return PPO.PPOConfig(**{**pcfg.__dict__, **kw})
 
-        out["ppo_tracking"] = play("tracking", pth, pres.obs_norm.stats, ppo_cfg=tcfg(TRACKING if tracking is None else tracking))
+        out["ppo_tracking"] = play("track", pth, pres.obs_norm.stats, ppo_cfg=tcfg(TRACKING if tracking is None else tracking))
         for name, kw in (extra_tracking or {}).items():
-            out[f"ppo_tracking_{name}"] = play("tracking", pth, pres.obs_norm.stats, ppo_cfg=tcfg(kw))
+            out[f"ppo_tracking_{name}"] = play("track", pth, pres.obs_norm.stats, ppo_cfg=tcfg(kw))
     log(json.dumps({"seed": seed, **out}))
     return out
 

@@ -93,10 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     from sumo_cli import names
     from sumo_cli.compete.game import AgentData
     from sumo_cli.compete.population import stage_versions
-    from sumo_cli.learn.meta_selfplay import heldout_summary
-    from sumo_cli.library import load_agent
-    from sumo_cli.population_plan import load_plan
-    from sumo_cli.shipped import register_shipped
+    from sumo_cli.selfplay.meta_selfplay import heldout_summary
+    from sumo_cli.store.library import load_agent
+    from sumo_cli.runs.population_plan import load_plan
+    from sumo_cli.store.shipped import register_shipped
     from sumo_cli.store import registry
     from sumo_cli.store.database import Database
     from sumo_cli.store.models import Iteration

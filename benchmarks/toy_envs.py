@@ -1,4 +1,4 @@
-"""Small vectorised environments (the :class:`~sumo_cli.learn.vec_env.VecEnv` protocol) for checking
+"""Small vectorised environments (the :class:`~sumo_cli.sim.vec_env.VecEnv` protocol) for checking
 learners on tasks with known answers, without MuJoCo or RoboSumo.
 
 * :class:`PendulumVecEnv`: Gymnasium's ``Pendulum-v1`` (classic swing-up, 200-step time limit, so
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sumo_cli.learn.vec_env import StepOut
+from sumo_cli.sim.vec_env import StepOut
 
 
 def angle_normalize(x: np.ndarray) -> np.ndarray:

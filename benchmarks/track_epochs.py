@@ -3,7 +3,7 @@
 ``python -m benchmarks.track_epochs --a ant-lstm --b zoo-ant-lstm-v3 --epochs 10,3 --games 32 --rounds 30``
 plays, for each setting, the same ``games`` seeded games of A against a non-adapting B in one
 engine (:func:`sumo_cli.compete.engine.play_games`): A without adaptation (``none``) and A tracking
-with :data:`~sumo_cli.learn.tracking.TRACK_CONFIG` at each number of epochs. Game g has the same seed
+with :data:`~sumo_cli.adapt.tracking.TRACK_CONFIG` at each number of epochs. Game g has the same seed
 under every setting, so its first round is the same bouts everywhere and the settings differ only by
 what tracking did. Reported per setting: A's share of bouts won over the rounds in thirds (mean over
 games, 95% bootstrap interval over games), and the paired difference of each tracking setting
@@ -26,9 +26,9 @@ import numpy as np
 from sumo_cli.compete.engine import Fixture, play_games
 from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.schedule import game_seed
-from sumo_cli.learn import tracking
-from sumo_cli.library import load_agent
-from sumo_cli.shipped import register_shipped
+from sumo_cli.adapt import tracking
+from sumo_cli.store.library import load_agent
+from sumo_cli.store.shipped import register_shipped
 from sumo_cli.store.database import Database
 
 

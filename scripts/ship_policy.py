@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from sumo_cli import shipped
+from sumo_cli.store import shipped
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Iteration, Run, Version

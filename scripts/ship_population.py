@@ -27,9 +27,9 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from sumo_cli import shipped
+from sumo_cli.store import shipped
 from sumo_cli.compete.population import stage_versions
-from sumo_cli.population_plan import default_plan_path, load_plan
+from sumo_cli.runs.population_plan import default_plan_path, load_plan
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Iteration, Run

@@ -5,6 +5,8 @@ from here."""
 
 from __future__ import annotations
 
+from sumo_cli.errors import UserError
+
 #: Observation features a policy adds to the original observation (nets.features).
 FEATURES_NONE = "none"
 FEATURES_EGO = "ego"
@@ -13,6 +15,12 @@ FEATURES = (FEATURES_NONE, FEATURES_EGO, FEATURES_EGO_PAST)
 
 #: The physics a game or a training run steps with: RK4 as the original, or MuJoCo's implicitfast.
 PHYSICS = ("faithful", "fast")
+
+
+def check_physics(physics: str) -> None:
+    """Refuse a physics mode that is not one of :data:`PHYSICS` (the ``--physics`` of every command)."""
+    if physics not in PHYSICS:
+        raise UserError(f"--physics must be {' or '.join(PHYSICS)}, got {physics!r}")
 
 #: How far from the centre each agent starts in the reference environment (m).
 START_RADIUS = 1.15

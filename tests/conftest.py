@@ -156,7 +156,7 @@ def zoo_db(tmp_path_factory) -> Path:
     """A database with the original policies imported, built once per session (tests copy it)."""
     if not ZOO_DIR:
         pytest.skip(reason="SUMO_ZOO_DIR is unset: the original RoboSumo policies are test data outside the project")
-    from sumo_cli.library import import_zoo
+    from sumo_cli.store.library import import_zoo
     from sumo_cli.store.database import open_database
 
     root = tmp_path_factory.mktemp("zoo-db")
@@ -172,7 +172,7 @@ def shipped_ants(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
     weights) trained without adaptation, which every test database then holds."""
     import torch
 
-    from sumo_cli import shipped
+    from sumo_cli.store import shipped
     from sumo_cli.nets import policy as P
     from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
     from sumo_cli.nets.normalizer import new_stats

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("gymnasium")
 
 from sumo_cli.bench import sb3_compare as SC  # noqa: E402
-from sumo_cli.learn.sumo_vec import OpponentPolicy, SumoVecEnv  # noqa: E402
+from sumo_cli.selfplay.sumo_vec import OpponentPolicy, SumoVecEnv  # noqa: E402
 
 
 def _policy_opponent() -> OpponentPolicy:

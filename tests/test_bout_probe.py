@@ -11,8 +11,8 @@ import pytest
 from benchmarks import bout_probe
 from sumo_cli.compete.bouts import play_bouts
 from sumo_cli.compete.game import AgentData
-from sumo_cli.library import load_agent
-from sumo_cli.shipped import register_shipped
+from sumo_cli.store.library import load_agent
+from sumo_cli.store.shipped import register_shipped
 from sumo_cli.sim import sumo_env
 from sumo_cli.sim.bodies import body_spec
 from sumo_cli.store.database import Database

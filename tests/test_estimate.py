@@ -62,7 +62,7 @@ def test_throughput_is_per_worker():
 
 
 def test_estimate_lines_and_their_timing(monkeypatch):
-    from sumo_cli.cli import estimate as E
+    from sumo_cli.runtime import estimate as E
 
     clock = [100.0]
     monkeypatch.setattr(E.time, "monotonic", lambda: clock[0])

@@ -47,7 +47,7 @@ def test_zoo_ant_beats_a_motionless_ant_and_closes_in_faster_than_a_fresh_policy
 
     from sumo_cli.compete.bouts import MOTIONLESS, play_bouts, summary
     from sumo_cli.compete.game import AgentData
-    from sumo_cli.library import import_zoo, load_agent
+    from sumo_cli.store.library import import_zoo, load_agent
     from sumo_cli.nets import normalizer as nz
     from sumo_cli.nets import policy as P
     from sumo_cli.store.database import open_database

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sumo_cli.learn import collect as C
+from sumo_cli.ppo import collect as C
 from benchmarks.toy_envs import PendulumVecEnv
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
@@ -102,7 +102,7 @@ def test_collect_is_deterministic_for_a_seed(arch, deterministic):
 
 @pytest.mark.parametrize("max_norm", [0.5, 100.0, float("inf")])
 def test_gradient_clip_equals_torch_clip_grad_norm_bit_for_bit(max_norm):
-    from sumo_cli.learn.ppo import _clip_grad_norm
+    from sumo_cli.ppo.ppo import _clip_grad_norm
 
     g = torch.Generator().manual_seed(0)
     grads = [torch.randn(s, generator=g) for s in ((120, 64), (64,), (64, 8), (8,))]

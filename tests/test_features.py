@@ -93,7 +93,7 @@ def test_past_features_are_the_last_two_changes_and_restart_with_each_bout():
 
 
 def test_the_learners_past_restarts_with_each_bout_and_its_final_view_keeps_the_ended_one():
-    from sumo_cli.learn.sumo_vec import SumoVecEnv
+    from sumo_cli.selfplay.sumo_vec import SumoVecEnv
 
     env = SumoVecEnv("ant", "ant", 4, [], physics="fast", motionless_prob=1.0, features=F.EGO_PAST)
     rng = np.random.default_rng(0)
@@ -134,7 +134,7 @@ def test_ego_policy_trains_and_plays_against_a_plain_one(features):
     path with each seeing its own view."""
     from sumo_cli.compete.bouts import play_bouts
     from sumo_cli.compete.game import AgentData
-    from sumo_cli.learn import selfplay as SP
+    from sumo_cli.selfplay import selfplay as SP
     from sumo_cli.runtime.executor import make_executor
 
     cfg = SP.TrainConfig(body="ant", arch="mlp", features=features, physics="fast", n_envs=4, num_steps=32,

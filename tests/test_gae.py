@@ -4,8 +4,8 @@ V(final obs)), and agreement with a naive per-episode computation on random epis
 import pytest
 import torch
 
-from sumo_cli.learn.advantages import discounted_returns, gae
-from sumo_cli.learn.rollout import Rollout
+from sumo_cli.ppo.advantages import discounted_returns, gae
+from sumo_cli.ppo.rollout import Rollout
 
 
 def _rollout(rewards, values, last_values, terminated=None, truncated=None, final_values=None):

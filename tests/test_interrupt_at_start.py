@@ -35,7 +35,7 @@ def _status(tmp_path: Path, run_id: int) -> str:
 
 
 def test_ctrl_c_while_a_training_run_sets_up(cli, tmp_path, monkeypatch):
-    from sumo_cli import training
+    from sumo_cli.runs import training
 
     real = training._write_start
     monkeypatch.setattr(training, "_write_start", _ctrl_c)  # the start files: after the learner, before iteration 1

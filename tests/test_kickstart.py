@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from benchmarks.toy_envs import PendulumVecEnv
-from sumo_cli.learn import collect as C
-from sumo_cli.learn import kickstart as KS
-from sumo_cli.learn.ppo import PPOConfig, make_optimizer, ppo_update
+from sumo_cli.ppo import collect as C
+from sumo_cli.ppo import kickstart as KS
+from sumo_cli.ppo.ppo import PPOConfig, make_optimizer, ppo_update
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 from tests.test_ppo import _gen, _norm_with_data, _randomised
@@ -47,7 +47,7 @@ def test_update_with_a_teacher_moves_the_policy_toward_it(arch):
     def kl_after(teacher):
         p = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
         stats = ppo_update(spec, p, make_optimizer(p, cfg), ro, norm, cfg, _gen(0), teacher)
-        from sumo_cli.learn.ppo import rollout_inputs
+        from sumo_cli.ppo.ppo import rollout_inputs
 
         x = rollout_inputs(spec, ro, norm)
         with torch.no_grad():
@@ -144,7 +144,7 @@ def test_the_fight_recipe_kickstarts_an_lstm_from_the_bodys_mlp(cli, tmp_path):
 def test_the_fight_recipe_kickstarts_a_spider_mlp_from_the_spider_lstm(cli, tmp_path, monkeypatch):
     """The Spider MLP passes its bars only when the Spider LSTM teaches it (docs/lab-record.md), so the
     recipe gives a Spider MLP the body's LSTM as its teacher; other bodies' MLPs learn alone."""
-    from sumo_cli.shipped import read_manifest
+    from sumo_cli.store.shipped import read_manifest
 
     monkeypatch.setenv("SUMO_POLICIES", str(Path(__file__).resolve().parents[1] / "policies"))
     tiny = [*FIGHT_TINY, "--iterations", "1"]

@@ -48,7 +48,7 @@ def test_train_writes_run_iterations_and_versions(cli, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["rl2", "meta"])
 def test_resume_after_interruption_ends_identical(cli, tmp_path, monkeypatch, strategy):
-    from sumo_cli import training
+    from sumo_cli.runs import training
 
     args = ["train", *TINY, "--strategy", strategy, "--iterations", "3", "--seed", "5"]
     assert cli(*args, "--name", "straight")[0] == 0

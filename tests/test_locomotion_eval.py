@@ -1,4 +1,4 @@
-"""The locomotion task for learners: the TaskChainEnv adapter (sumo_cli.learn.locomotion_tasks),
+"""The locomotion task for learners: the TaskChainEnv adapter (sumo_cli.meta.locomotion_tasks),
 PPO and Algorithm 1 on it, and the 7-episode evaluation protocol (sumo_cli.compete.locomotion_eval).
 Tiny sizes: these check the plumbing, nothing is learnt."""
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from sumo_cli.compete import locomotion_eval as LE
-from sumo_cli.learn import meta as ML
-from sumo_cli.learn import meta_train as MT
-from sumo_cli.learn import ppo as PPO
-from sumo_cli.learn.locomotion_tasks import LocomotionChain
+from sumo_cli import meta as ML
+from sumo_cli.meta import meta_train as MT
+from sumo_cli.ppo import ppo as PPO
+from sumo_cli.meta.locomotion_tasks import LocomotionChain
 from sumo_cli.nets import policy as P
 from sumo_cli.sim import locomotion as L
 
@@ -65,15 +65,15 @@ def test_meta_train_and_evaluate_every_strategy():
     stats = {k: v.clone() for k, v in res.obs_norm.stats.items()}
     kw = dict(repeats=4, seed=1, log_alpha=res.log_alpha, cfg=cfg, horizon=10, n_threads=2,
               ppo_cfg=PPO.PPOConfig(epochs=1, num_minibatches=1))
-    out = {s: LE.evaluate(res.theta, spec, stats, s, "back", **kw) for s in ("none", "tracking", "meta")}
+    out = {s: LE.evaluate(res.theta, spec, stats, s, "back", **kw) for s in ("none", "track", "meta")}
     for s, r in out.items():
         assert r["returns"].shape == (7, 4) and r["mean"].shape == (7,) and r["ci95"].shape == (7,)
         assert np.isfinite(r["returns"]).all() and (r["ci95"] >= 0).all() and r["legs"] == (4, 5)
     # episode 1 is played before any adaptation: identical for every strategy (same seed)
     assert np.allclose(out["none"]["returns"][0], out["meta"]["returns"][0])
-    assert np.allclose(out["none"]["returns"][0], out["tracking"]["returns"][0])
+    assert np.allclose(out["none"]["returns"][0], out["track"]["returns"][0])
     # adaptation changes later episodes; repeating with the same seed reproduces them
-    assert not np.allclose(out["none"]["returns"][1:], out["tracking"]["returns"][1:])
+    assert not np.allclose(out["none"]["returns"][1:], out["track"]["returns"][1:])
     again = LE.evaluate(res.theta, spec, stats, "meta", (5, 4), **kw)
     assert again["pair"] == "back" and np.array_equal(again["returns"], out["meta"]["returns"])
     assert "ep1" in LE.format_table({("meta", "back"): again})

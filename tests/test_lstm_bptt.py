@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sumo_cli.learn import stacked_ppo as S
+from sumo_cli.ppo import stacked_ppo as S
 from sumo_cli.nets import policy as P
 from sumo_cli.nets import lstm_bptt as LB
 from sumo_cli.nets.lstm_bptt import lstm_unroll

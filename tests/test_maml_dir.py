@@ -13,8 +13,8 @@ import torch
 from benchmarks import planar_runner as PR
 from benchmarks.maml_dir import TASKS, AntDirection, DirectionTask, RunnerDirection, oracle_task
 from benchmarks.maml_nav import config_overrides
-from sumo_cli.learn import meta as ML
-from sumo_cli.learn import tasks as TK
+from sumo_cli import meta as ML
+from sumo_cli.meta import tasks as TK
 from sumo_cli.nets import policy as P
 from sumo_cli.sim import locomotion as LOC
 

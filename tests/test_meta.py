@@ -1,13 +1,16 @@
-"""The meta-learner (sumo_cli.learn.meta): derivatives of the adapted loss, importance weights,
+"""The meta-learner (sumo_cli.meta): derivatives of the adapted loss, importance weights,
 batched execution-time adaptation, the first-step cache, and an end-to-end smoke run."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from sumo_cli.learn import meta as ML
+from sumo_cli import meta as ML
+from sumo_cli.meta import adaptation as ML_adaptation
+from sumo_cli.meta import learner as ML_learner
 from sumo_cli.nets import policy as P
 
 DT = torch.float64
@@ -200,7 +203,7 @@ def test_post_step_objective_leaves_theta_out_and_matches_finite_differences():
     with torch.no_grad():
         loss_all = ML.meta_loss(model, theta, log_alpha, pre, post, cfg_all, mids=mids, **stats).loss
         loss_post = ML.meta_loss(model, theta, log_alpha, pre, post, cfg_post, mids=mids[1:], **stats).loss
-        p0, v0, _ = ML._ppo_terms(model, theta, pre[0], cfg_all, mids[0][1], None)
+        p0, v0, _ = ML_learner._ppo_terms(model, theta, pre[0], cfg_all, mids[0][1], None)
     torch.testing.assert_close(loss_post, (4 * loss_all - (p0 + cfg_all.vf_coef * v0)) / 3, rtol=1e-10, atol=1e-12)
 
     def fn():
@@ -222,12 +225,12 @@ def test_importance_weight_is_differentiated_in_the_meta_gradient():
     pre = _batch(spec, 32)
     post = _post_for(model, theta, log_alpha, pre, _batch(spec, 33), cfg, "data", 34)
     g_full = torch.autograd.grad(ML.meta_loss(model, theta, log_alpha, pre, post, cfg, behaviour="data").loss, [theta["pi/fc0/w"]])[0]
-    orig = ML.seg_sum
+    orig = ML_adaptation.seg_sum
     try:
-        ML.seg_sum = lambda x, seg, mask: orig(x.detach(), seg, mask)  # the shortcut
+        ML_adaptation.seg_sum = lambda x, seg, mask: orig(x.detach(), seg, mask)  # the shortcut
         g_short = torch.autograd.grad(ML.meta_loss(model, theta, log_alpha, pre, post, cfg, behaviour="data").loss, [theta["pi/fc0/w"]])[0]
     finally:
-        ML.seg_sum = orig
+        ML_adaptation.seg_sum = orig
     assert float((g_full - g_short).norm() / g_full.norm()) > 1e-3
 
 
@@ -382,7 +385,7 @@ def test_meta_training_smoke_and_rollout_integration():
     """Two meta-iterations on the drifting-goal point: the collected log-probs are what the
     learner recomputes (ratio 1 at the first outer epoch), alpha moves and stays positive."""
     from benchmarks import meta_envs
-    from sumo_cli.learn import meta_train
+    from sumo_cli.meta import meta_train
 
     torch.set_num_threads(1)
     env = meta_envs.DriftingGoalPoint(num_groups=3, group_size=2, horizon=5)
@@ -468,7 +471,7 @@ def test_training_chains_and_meta_update_from_the_current_policy():
     execution, meta_from="current" adapts from the current parameters (round 2 equals the
     Algorithm-2 run, which also starts from theta there)."""
     from benchmarks import meta_envs
-    from sumo_cli.learn import meta_train
+    from sumo_cli.meta import meta_train
 
     env = meta_envs.DriftingGoalPoint(num_groups=2, group_size=3, horizon=4, terminal_at_horizon=True)
     spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=8)
@@ -532,7 +535,7 @@ def test_task_centred_outer_advantages_ignore_a_per_task_offset():
     offset = torch.linspace(-3.0, 5.0, G, dtype=post.adv.dtype).reshape(1, G, 1)
 
     def shifted(b):
-        return ML.replace(b, adv=torch.where(b.mask, b.adv + offset, b.adv))
+        return replace(b, adv=torch.where(b.mask, b.adv + offset, b.adv))
 
     def updated(c, post_batch, mid_batches):
         lr = ML.MetaLearner(model, {k: v.detach() for k, v in theta.items()}, c, log_alpha)
@@ -591,8 +594,8 @@ def test_the_outer_learning_rate_follows_the_target_kl():
 def test_a_meta_player_is_executed_with_as_many_steps_as_it_learnt():
     """An agent meta-trained with another num_steps (MAML's one step, say) stores that many rows of
     step sizes; games execute it with that many learnt steps, the rest of the defaults unchanged."""
-    from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY, config_of
-    from sumo_cli.learn.strategies import Player
+    from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY, config_of
+    from sumo_cli.adapt.strategies import Player
 
     spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=4)
     model = ML.GaussianModel(spec)

@@ -2,7 +2,7 @@
 
 A two-armed Bernoulli bandit whose arm probabilities change from task T_i to T_{i+1}; a tabular
 softmax policy (plus a scalar value "net", adapted by the inner value-regression term) plugged into
-the *same* estimator code as the real policies (:func:`sumo_cli.learn.meta.meta_loss`). Every
+the *same* estimator code as the real policies (:func:`sumo_cli.meta.meta_loss`). Every
 pre-update batch and every post-adaptation trajectory is enumerated with its probability, so the
 probability-weighted mean of the per-sample estimator is computed exactly and must equal the
 gradient of the exactly computed meta-objective
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from sumo_cli.learn import meta as ML
+from sumo_cli import meta as ML
 from sumo_cli.nets import policy as P
 
 DT = torch.float64

@@ -28,7 +28,7 @@ def _pretrain(cli) -> None:
 
 
 def _agent(tmp_path, name: str):
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     d = db(tmp_path)
     try:
@@ -39,8 +39,8 @@ def _agent(tmp_path, name: str):
 
 def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path):
     from sumo_cli.compete.game import AgentData, GameSettings, play_game
-    from sumo_cli.learn.meta import MetaConfig
-    from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
+    from sumo_cli.meta import MetaConfig
+    from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY
 
     _pretrain(cli)
     code, out, err = cli("train", *META, "--iterations", "2", "--json")
@@ -100,7 +100,7 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
 
 
 def test_meta_resume_after_interruption_ends_bit_identical(cli, tmp_path, monkeypatch):
-    from sumo_cli import training
+    from sumo_cli.runs import training
 
     _pretrain(cli)
     args = ["train", *META, "--iterations", "3"]
@@ -133,8 +133,8 @@ def test_meta_resume_after_interruption_ends_bit_identical(cli, tmp_path, monkey
 def test_the_learner_state_keeps_an_adapted_outer_learning_rate():
     """A resumed meta run continues with the learning rate its adaptive schedule (outer_kl_lr) had
     reached, not MetaConfig.lr."""
-    from sumo_cli.learn import meta_selfplay as MS
-    from sumo_cli.learn import selfplay as SP
+    from sumo_cli.selfplay import meta_selfplay as MS
+    from sumo_cli.selfplay import selfplay as SP
 
     cfg = SP.TrainConfig(body="ant", arch="mlp", strategy="meta", seed=3)
     spec = SP.policy_spec(cfg)
@@ -149,7 +149,7 @@ def test_the_learner_state_keeps_an_adapted_outer_learning_rate():
 
 
 def test_the_heldout_measurement_leaves_training_unchanged(cli, tmp_path, monkeypatch):
-    from sumo_cli.learn import meta_selfplay
+    from sumo_cli.selfplay import meta_selfplay
 
     _pretrain(cli)
     assert cli("train", *META, "--iterations", "2", "--name", "measured")[0] == 0
@@ -163,8 +163,8 @@ def test_the_heldout_measurement_leaves_training_unchanged(cli, tmp_path, monkey
 def test_the_crossed_control_plays_each_task_against_the_update_of_the_task_before(cli, tmp_path, monkeypatch):
     """The held-out measurement's second phase: task g's opponent against phi adapted on task g - 1,
     from the same bout starts as theta's phase; its episodes are not training data."""
-    from sumo_cli.learn import meta_selfplay as MS
-    from sumo_cli.learn import meta_train
+    from sumo_cli.selfplay import meta_selfplay as MS
+    from sumo_cli.meta import meta_train
 
     _pretrain(cli)
     calls, phis = [], []
@@ -197,7 +197,7 @@ def test_the_crossed_control_plays_each_task_against_the_update_of_the_task_befo
 def test_t_half_width():
     import numpy as np
 
-    from sumo_cli.learn.meta_selfplay import t_half_width
+    from sumo_cli.selfplay.meta_selfplay import t_half_width
 
     x = np.array([1.0, 2.0, 3.0, np.nan])  # mean 2, sd 1, 3 values: t(2) 4.303
     assert t_half_width(x) == pytest.approx(4.303 / math.sqrt(3))
@@ -207,7 +207,7 @@ def test_t_half_width():
 def test_alpha_init_sets_where_the_step_sizes_start(cli, tmp_path):
     from safetensors.torch import load_file
 
-    from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
+    from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY
 
     _pretrain(cli)
     code, _, err = cli("train", *META, "--iterations", "1", "--alpha-init", "0.05")
@@ -225,7 +225,7 @@ def test_alpha_init_sets_where_the_step_sizes_start(cli, tmp_path):
 def test_the_heldout_summary_is_a_t_interval_over_the_measurements():
     """Mean and 95% t-interval of the measured gains (iterations without a measurement left out),
     the measurements whose own interval lies above or below 0, and the step sizes at both ends."""
-    from sumo_cli.learn.meta_selfplay import heldout_summary
+    from sumo_cli.selfplay.meta_selfplay import heldout_summary
 
     a = {"meta_alpha_0": 0.5, "meta_alpha_1": 0.4}
     its = [{**a, "heldout_gain": 10.0, "heldout_gain_ci95": 4.0}, dict(a),

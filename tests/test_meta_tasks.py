@@ -1,4 +1,4 @@
-"""The task API (sumo_cli.learn.tasks): distributions and chains, the MAML-style adaptation curve,
+"""The task API (sumo_cli.meta.tasks): distributions and chains, the MAML-style adaptation curve,
 the execution-time adapters, and the new-task example of docs/method.md (run as written, at fewer
 iterations)."""
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from benchmarks.maml_tasks import Navigation2D
-from sumo_cli.learn import meta as ML
-from sumo_cli.learn import tasks as TK
+from sumo_cli import meta as ML
+from sumo_cli.meta import tasks as TK
 from sumo_cli.nets import policy as P
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

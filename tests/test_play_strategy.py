@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sumo_cli import names, shipped
+from sumo_cli import names
+from sumo_cli.store import shipped
 from sumo_cli.errors import UserError
 
 GAME = ("--rounds", "2", "--episodes", "1", "--physics", "fast")
@@ -53,7 +54,7 @@ def test_play_adapts_a_shipped_policy_and_the_match_keeps_the_strategy(policies,
 
 def test_the_strategy_is_played(policies, tmp_path):
     from sumo_cli.compete.game import AgentData
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
     from sumo_cli.store.database import Database
 
     db = Database(f"sqlite:///{tmp_path / 'a.sqlite'}")

@@ -16,7 +16,7 @@ import pytest
 from sumo_cli import names
 from sumo_cli.compete.population import stage_versions
 from sumo_cli.errors import UserError
-from sumo_cli.population_plan import default_plan_path, load_plan, parse_plan
+from sumo_cli.runs.population_plan import default_plan_path, load_plan, parse_plan
 
 HEADER = 'format = "sumo-population-plan"\nformat_version = 1\n'
 TINY = "--recipe paper --envs 2 --steps 40 --physics fast --epochs 1 --minibatches 1 --seed 1"

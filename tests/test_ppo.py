@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from sumo_cli.learn import collect as C
-from sumo_cli.learn.ppo import (
+from sumo_cli.ppo import collect as C
+from sumo_cli.ppo.ppo import (
     PPOConfig,
     advantages_and_returns,
     chunked_evaluation,
@@ -224,7 +224,7 @@ def test_recurrent_update_step_is_the_gradient_of_the_loss_stepped_by_forward(ar
             values.append(v)
     logp = P.log_prob(torch.stack(means), ref["logstd"], ro.actions.double())
     adv, ret = advantages_and_returns(spec, ro, cfg)
-    from sumo_cli.learn.losses import clipped_surrogate, normalise, value_loss
+    from sumo_cli.ppo.losses import clipped_surrogate, normalise, value_loss
 
     pg = clipped_surrogate(logp, ro.logp.double(), normalise(adv.double()), cfg.clip)
     vl = value_loss(torch.stack(values), ret.double())

@@ -8,8 +8,8 @@ Measured on the 2-core development machine (single thread): Pendulum about 40 s,
 import numpy as np
 import pytest
 
-from sumo_cli.learn.collect import evaluate
-from sumo_cli.learn.ppo import PPOConfig, train_ppo
+from sumo_cli.ppo.collect import evaluate
+from sumo_cli.ppo.ppo import PPOConfig, train_ppo
 from benchmarks.toy_envs import BernoulliBanditVecEnv, PendulumVecEnv
 from sumo_cli.nets.policy import PolicySpec
 

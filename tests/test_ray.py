@@ -72,7 +72,7 @@ def test_tournament_and_training_through_ray_match_local_processes(zoo_dir, tmp_
     reason = _skip_reason()
     if reason:
         pytest.skip(reason=reason)
-    from sumo_cli.library import import_zoo
+    from sumo_cli.store.library import import_zoo
     from sumo_cli.store.database import open_database
 
     db = tmp_path / "ray.sqlite"

@@ -82,7 +82,7 @@ def first_command() -> str:
 def test_setup_starts_with_a_game_of_the_shipped_agents():
     """The first thing a newcomer runs is a real job, a short iterated game between the agents that
     ship with sumo, not a benchmark of unexplained figures."""
-    from sumo_cli.shipped import read_manifest
+    from sumo_cli.store.shipped import read_manifest
 
     shipped = {a.name for a in read_manifest(Path(__file__).resolve().parents[1] / "policies")}
     words = first_command().split()

@@ -76,7 +76,7 @@ def test_importing_the_simulation_loads_no_gl_library():
     import sys
 
     env = {k: v for k, v in os.environ.items() if k != "MUJOCO_GL"}
-    code = ("import os, sys; import sumo_cli.learn.sumo_vec, sumo_cli.compete.engine, sumo_cli.cli.app; "
+    code = ("import os, sys; import sumo_cli.selfplay.sumo_vec, sumo_cli.compete.engine, sumo_cli.cli.app; "
             "print('glfw' in sys.modules, os.environ.get('MUJOCO_GL'))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "None"], out

@@ -127,7 +127,8 @@ def make_db(path: Path, tournament: bool = True, evolution: bool = True, locomot
     evaluation, an adaptation experiment and a calibration, in which the meta-learners are the
     strongest and adapt over a game while the others fall behind."""
     from sumo_cli.compete.schedule import random_pairs
-    from sumo_cli.store import games as SG
+    from sumo_cli.store import matches as store_matches
+    from sumo_cli.store import runs as store_runs
     from sumo_cli.store import registry
     from sumo_cli.store.database import open_database
     from sumo_cli.store.models import Member as MemberRow
@@ -146,22 +147,22 @@ def make_db(path: Path, tournament: bool = True, evolution: bool = True, locomot
         config = {"members": members, "matches": 60, "game": {"rounds": 5, "episodes": 3, "physics": "fast", "threads": 1},
                   "draw_probability": R.equal_agents_draw_probability(5, 3)}
         with db.write() as s:
-            run = SG.create_run(s, "tournament", config, 3, 60, "test")
+            run = store_runs.create_run(s, "tournament", config, 3, 60, "test")
             for g in random_pairs(len(members), 60, 3):
-                SG.record_game(s, _game(rng, strength[g.a], strength[g.b], 5, 3), vids[g.a], vids[g.b],
+                store_matches.record_game(s, _game(rng, strength[g.a], strength[g.b], 5, 3), vids[g.a], vids[g.b],
                                code_version="test", mujoco_version="test", run_id=run, run_index=g.index)
-            SG.set_run_status(s, run, "finished", done=60)
+            store_runs.set_run_status(s, run, "finished", done=60)
     if evolution:
         config = {"members": members, "copies": 2, "generations": 2, "matches": 4,
                   "game": {"rounds": 5, "episodes": 3, "physics": "fast", "threads": 1}}
         slots = [[i // 2 for i in range(14)], [0, 0, 1, 0, 2, 2, 4, 4, 4, 5, 0, 4, 1, 6],
                  [0, 0, 0, 0, 4, 2, 4, 4, 4, 4, 0, 4, 0, 4]]
         with db.write() as s:
-            run = SG.create_run(s, "evolution", config, 0, 8, "test")
+            run = store_runs.create_run(s, "evolution", config, 0, 8, "test")
             for gen, row in enumerate(slots):
                 for slot, m in enumerate(row):
                     s.add(MemberRow(run_id=run, generation=gen, slot=slot, version_id=vids[m], parent_slot=slot))
-            SG.set_run_status(s, run, "finished", done=8)
+            store_runs.set_run_status(s, run, "finished", done=8)
     if locomotion:
         results = []
         for agent, strategy, late in (("loco-mlp@5", "none", 20.0), ("loco-mlp-track@5", "track", 21.0),
@@ -171,10 +172,10 @@ def make_db(path: Path, tournament: bool = True, evolution: bool = True, locomot
                 results.append({"agent": agent, "arch": "mlp", "strategy": strategy, "pair": pair, "legs": [0, 1],
                                 "mean": mean, "ci95": [3.0] * 7, "returns": [], "seconds": 0.1})
         with db.write() as s:
-            run = SG.create_run(s, "locomotion-eval", {"agents": ["loco-mlp", "loco-mlp-track", "loco-mlp-meta"],
+            run = store_runs.create_run(s, "locomotion-eval", {"agents": ["loco-mlp", "loco-mlp-track", "loco-mlp-meta"],
                                                        "repeats": 5, "pairs": ["back", "middle", "front"], "episodes": 7},
                                 11, len(results), "test")
-            SG.set_run_status(s, run, "finished", done=len(results), state={"results": results})
+            store_runs.set_run_status(s, run, "finished", done=len(results), state={"results": results})
     def player(i: int, strategy: str | None = None) -> dict:
         m = members[i]
         return {"name": m["name"], "agent": m["name"].split("@")[0], "body": m["body"], "arch": m["arch"],
@@ -184,14 +185,14 @@ def make_db(path: Path, tournament: bool = True, evolution: bool = True, locomot
         from sumo_cli.compete.experiment import layout
 
         with db.write() as s:
-            run = SG.create_run(s, kind, cfg, 5, 0, "test")
+            run = store_runs.create_run(s, kind, cfg, 5, 0, "test")
             for g in layout(cfg):
                 a, b = cfg["agents"][g["a"]], cfg["opponents"][g["b"]]
                 ia, ib = members.index(next(m for m in members if m["name"] == a["name"])), \
                     members.index(next(m for m in members if m["name"] == b["name"]))
-                SG.record_game(s, _game(rng, 0.0, 0.0, cfg["rounds"], g["episodes"], trend_of(a)), vids[ia], vids[ib],
+                store_matches.record_game(s, _game(rng, 0.0, 0.0, cfg["rounds"], g["episodes"], trend_of(a)), vids[ia], vids[ib],
                                code_version="test", mujoco_version="test", run_id=run, run_index=g["index"])
-            SG.set_run_status(s, run, "finished", done=len(layout(cfg)))
+            store_runs.set_run_status(s, run, "finished", done=len(layout(cfg)))
 
     if adaptation:  # the meta-learner gains 0.25 log-odds a round, the other loses as much
         cfg = {"kind": "adaptation", "agents": [player(0), player(1)], "opponents": [player(4), player(6)],

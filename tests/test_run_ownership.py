@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sumo_cli.runtime import ownership
+from sumo_cli.store import ownership
 
 TINY = ["--recipe", "paper", "--envs", "2", "--steps", "20", "--physics", "fast", "--epochs", "1", "--minibatches", "1"]
 
@@ -104,11 +104,11 @@ def test_a_second_resume_of_a_running_run_is_refused_and_a_dead_ones_run_resumes
 
 
 def test_a_process_whose_run_was_taken_over_stops_without_writing(tmp_path):
-    from sumo_cli import training as TR
-    from sumo_cli.learn.selfplay import TrainConfig
-    from sumo_cli.learn.recipes import recipe_values
+    from sumo_cli.runs import training as TR
+    from sumo_cli.selfplay.selfplay import TrainConfig
+    from sumo_cli.selfplay.recipes import recipe_values
     from sumo_cli.runtime.executor import make_executor
-    from sumo_cli.store.games import RunTakenOver
+    from sumo_cli.store.runs import RunTakenOver
 
     kw = recipe_values("paper", "ant")
     kw.update(body="ant", arch="mlp", iterations=4, n_envs=2, num_steps=20, physics="fast", epochs=1, num_minibatches=1)

@@ -25,7 +25,7 @@ def restore_torch_threads():
 
 def _tournament_run(tmp_path: Path) -> int:
     """A (game-less) tournament run row, written through the store like `sumo tournament` does."""
-    from sumo_cli.store import games
+    from sumo_cli.store import runs as store_runs
     from sumo_cli.store.database import open_database
 
     db = open_database(str(tmp_path / "db" / "sumo.sqlite"))
@@ -33,7 +33,7 @@ def _tournament_run(tmp_path: Path) -> int:
                           {"name": "ant-mlp@3", "body": "ant", "arch": "mlp", "strategy": "none"}],
               "matches": 4, "game": {"rounds": 2, "episodes": 1, "physics": "fast", "threads": 1}}
     with db.write() as s:
-        run_id = games.create_run(s, "tournament", config, 5, 4, "test")
+        run_id = store_runs.create_run(s, "tournament", config, 5, 4, "test")
     db.dispose()
     return run_id
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sumo_cli import shipped
+from sumo_cli.store import shipped
 from sumo_cli.errors import UserError
 from sumo_cli.nets import policy as P
 from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
@@ -41,7 +41,7 @@ def policies(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
 
 
 def test_a_new_database_registers_the_shipped_agents_once(policies, tmp_path):
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     manifest = json.loads((policies / "manifest.json").read_text())
     assert [a["name"] for a in manifest["agents"]] == ["ant-mlp"]
@@ -55,7 +55,7 @@ def test_a_new_database_registers_the_shipped_agents_once(policies, tmp_path):
 
 
 def test_a_database_made_before_an_agent_was_reshipped_sees_the_new_shipping(policies, tmp_path):
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     db = Database(f"sqlite:///{tmp_path / 'a.sqlite'}")
     assert shipped.register_shipped(db) == ["ant-mlp"]
@@ -75,7 +75,7 @@ def test_a_database_made_before_an_agent_was_reshipped_sees_the_new_shipping(pol
 
 
 def test_a_tampered_shipped_file_is_refused(policies, tmp_path):
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     db = Database(f"sqlite:///{tmp_path / 'b.sqlite'}")
     shipped.register_shipped(db)
@@ -136,7 +136,7 @@ def test_shipped_agents_fight_a_motionless_ant_as_measured(name, tmp_path, monke
     from scipy.stats import binom
 
     from sumo_cli.compete.game import AgentData, FixedOpponent, GameSettings, play_game
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     agent = next(a for a in SHIPPED if a.name == name)
     measured = agent.provenance["quality"]["bars"]["motionless-ant"]["rate"]
@@ -155,7 +155,7 @@ def test_every_shipped_version_loads_checked_and_plays(tmp_path, monkeypatch):
     """Every version in the manifest loads (its SHA-256 checked) and plays a round against a motionless
     body of another kind, with its own strategy."""
     from sumo_cli.compete.game import AgentData, FixedOpponent, GameSettings, play_game
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     db = _fresh_db(tmp_path, monkeypatch)
     played = 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sumo_cli.learn import strategies as S
-from sumo_cli.learn.collect import net_input
-from sumo_cli.learn.ppo import chunked_evaluation
-from sumo_cli.learn.tracking import TRACK_CONFIG, experience_to_rollout, track_update, track_update_many
+from sumo_cli.adapt import strategies as S
+from sumo_cli.ppo.collect import net_input
+from sumo_cli.ppo.ppo import chunked_evaluation
+from sumo_cli.adapt.tracking import TRACK_CONFIG, experience_to_rollout, track_update, track_update_many
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 
@@ -116,7 +116,7 @@ def test_lstm_update_computes_the_values_the_net_gives_step_by_step():
     """An LSTM tracker's update takes the values of the round's steps and of each episode's final
     observation from its own stacked unroll (the game leaves them out): they equal the net's values
     stepped one episode at a time from a zero state, final observation appended."""
-    from sumo_cli.learn.tracking import _net_input, _window_starts, _window_states_many, _with_values
+    from sumo_cli.adapt.tracking import _net_input, _window_starts, _window_states_many, _with_values
 
     players = [make_player("lstm", seed=s) for s in range(3)]
     assert not S.game_computes_values(players[0]) and S.game_computes_values(make_player("mlp"))
@@ -182,7 +182,7 @@ def test_stacked_lstm_states_do_not_depend_on_the_group():
     also where an agent's gates are not a whole number of vector registers (hidden 6, 3 episodes,
     two nets: 144 floats per agent, where a float32 sigmoid over a contiguous run rounds its tail
     differently from the rest)."""
-    from sumo_cli.learn.stacked_ppo import lstm_states
+    from sumo_cli.ppo.stacked_ppo import lstm_states
 
     spec = P.PolicySpec("lstm", D, A, hidden=6)
     params = [P.init_params(spec, torch.Generator().manual_seed(k)) for k in range(5)]

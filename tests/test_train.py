@@ -36,7 +36,7 @@ def rows(tmp_path: Path):
 
 
 def final_tensors(tmp_path: Path, name: str) -> dict:
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     d = db(tmp_path)
     a = load_agent(d, name)
@@ -66,7 +66,7 @@ def test_tiny_training_run_writes_versions_iterations_and_checkpoints(cli, tmp_p
     for it in its:
         assert {int(o.split("@")[1]) for o in it.metrics["opponents"]} <= set(range(it.iteration))
     # every version's checkpoint verifies and plays: a loaded agent has an LSTM spec and statistics
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     d = db(tmp_path)
     a = load_agent(d, "ant-lstm@2")
@@ -78,7 +78,7 @@ def test_tiny_training_run_writes_versions_iterations_and_checkpoints(cli, tmp_p
 
 
 def test_resume_after_interruption_ends_bit_identical(cli, tmp_path, monkeypatch):
-    from sumo_cli import training
+    from sumo_cli.runs import training
 
     args = ["train", "--body", "ant", "--arch", "lstm", "--iterations", "4", "--seed", "7", *TINY]
     assert cli(*args, "--name", "straight")[0] == 0
@@ -201,7 +201,7 @@ def test_unknown_opponent_lists_close_matches_and_existing_agent_is_kept(cli, tm
 
 
 def test_init_from_starts_version_0_at_a_stored_policy(cli, tmp_path):
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
     from sumo_cli.nets.checkpoint import load_checkpoint
 
     assert cli("train", "--body", "ant", "--arch", "mlp", "--iterations", "2", *TINY)[0] == 0
@@ -331,8 +331,8 @@ def test_worker_processes_do_not_change_the_result(cli, tmp_path):
 
 
 def test_the_fight_recipe_is_the_default_and_typed_options_override_it(cli, tmp_path):
-    from sumo_cli.learn.recipes import FIGHT, recipe_values
-    from sumo_cli.learn.selfplay import TrainConfig
+    from sumo_cli.selfplay.recipes import FIGHT, recipe_values
+    from sumo_cli.selfplay.selfplay import TrainConfig
 
     code, _, err = cli("train", "--body", "ant", "--arch", "mlp", "--envs", "2", "--steps", "40", "--epochs", "1",
                        "--minibatches", "1", "--iterations", "1", "--approach-coef", "3")
@@ -392,8 +392,8 @@ def test_the_recipe_values_train_help_quotes_are_the_recipes():
     import typer
 
     from sumo_cli.cli.app import app
-    from sumo_cli.learn.recipes import recipe_values
-    from sumo_cli.learn.selfplay import TrainConfig
+    from sumo_cli.selfplay.recipes import recipe_values
+    from sumo_cli.selfplay.selfplay import TrainConfig
 
     configs = {r: TrainConfig(**recipe_values(r)) for r in ("fight", "paper")}
     field = {"envs": "n_envs", "anneal": "anneal_iterations"}

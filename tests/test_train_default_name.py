@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from sumo_cli import names, shipped
+from sumo_cli import names
+from sumo_cli.store import shipped
 from sumo_cli.nets import policy as P
 from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
 from sumo_cli.nets.normalizer import new_stats

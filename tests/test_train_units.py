@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from sumo_cli.learn import selfplay as SP
-from sumo_cli.learn.sumo_vec import (
+from sumo_cli.selfplay import selfplay as SP
+from sumo_cli.selfplay.sumo_vec import (
     OpponentPolicy, Shaping, StartConditions, SumoVecEnv, torso_distance,
 )
 from sumo_cli.nets import normalizer as nz
@@ -384,7 +384,7 @@ def test_push_out_term_and_before_values_across_auto_resets():
     """push_out rewards the opponent's outward speed; the approach and push-out terms of every step,
     the first step of a new bout included, use the pose the step started from (after an automatic
     reset: the new bout's start, not the last bout's final pose)."""
-    from sumo_cli.learn.sumo_vec import opponent_radius
+    from sumo_cli.selfplay.sumo_vec import opponent_radius
 
     shaping = Shaping(control=0.0, push=0.0, move=0.0, approach=1.5, push_out=2.0)
     env = SumoVecEnv("ant", "ant", 4, [], physics="fast", motionless_prob=1.0, alpha=1.0, shaping=shaping)
@@ -426,7 +426,7 @@ def test_torch_threads_gives_the_count_back_even_after_an_error():
 def test_tilt_term_rewards_the_change_of_the_tilt_balance():
     """tilt pays the rate at which the opponent's torso tips over relative to the agent's own: its
     steps sum to tilt * (final balance - start balance) / dt, whatever happened in between."""
-    from sumo_cli.learn.sumo_vec import tilt_balance
+    from sumo_cli.selfplay.sumo_vec import tilt_balance
 
     shaping = Shaping(control=0.0, push=0.0, move=0.0, tilt=3.0)
     env = SumoVecEnv("ant", "ant", 4, [], physics="fast", motionless_prob=1.0, alpha=1.0, shaping=shaping)
@@ -443,7 +443,7 @@ def test_tilt_term_rewards_the_change_of_the_tilt_balance():
 
 
 def test_tilt_balance_reads_both_torsos():
-    from sumo_cli.learn.sumo_vec import tilt_balance
+    from sumo_cli.selfplay.sumo_vec import tilt_balance
 
     obs = np.zeros((2, 40))
     obs[:, 3] = 1.0  # own torso upright

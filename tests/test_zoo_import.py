@@ -19,7 +19,7 @@ def test_import_flat_folder_and_load_exactly(cli, zoo_dir, tmp_path):
     rows = {r["name"]: r for r in json.loads(out)}
     assert rows["zoo-spider-mlp-v2"]["body"] == "spider" and rows["zoo-spider-mlp-v2"]["strategy"] == "none"
 
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
     from sumo_cli.nets.zoo import load_zoo_file
     from sumo_cli.store.database import open_database
 
@@ -44,7 +44,7 @@ def test_import_flat_folder_and_load_exactly(cli, zoo_dir, tmp_path):
 
 def test_flipped_byte_in_a_checkpoint_is_refused(cli, zoo_dir, tmp_path):
     assert cli("zoo", "import", zoo_dir)[0] == 0
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
     from sumo_cli.store.database import open_database
 
     db = open_database(str(tmp_path / "db" / "sumo.sqlite"))

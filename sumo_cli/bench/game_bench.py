@@ -24,10 +24,10 @@ import torch
 
 from sumo_cli.compete.engine import Fixture, play_games
 from sumo_cli.compete.game import AgentData, GameSettings, play_game
+from sumo_cli.names import STRATEGIES
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 
-STRATEGIES = ("none", "rl2", "track", "meta")
 #: Share of each strategy in the paper's population (7 combinations: 2 none, 2 track, 2 meta, 1 rl2).
 POPULATION_MIX = {"none": 2 / 7, "track": 2 / 7, "meta": 2 / 7, "rl2": 1 / 7}
 
@@ -63,8 +63,8 @@ def meta_steady_state_seconds(a: AgentData, episode_length: int, players: int = 
                               episodes: int = 3) -> float:
     """Seconds per round of ``players`` meta agents adapted in one call, once their buffers hold
     75 episodes."""
-    from sumo_cli.learn import strategies as S
-    from sumo_cli.learn.meta import MetaConfig
+    from sumo_cli.adapt import strategies as S
+    from sumo_cli.meta import MetaConfig
 
     cfg = MetaConfig()
     team = [a.player() for _ in range(players)]

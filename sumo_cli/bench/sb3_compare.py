@@ -2,14 +2,14 @@
 
 The task: agent A (an Ant by default) learns against a fixed opponent (a motionless Ant, or a
 stored policy) under the faithful physics (RK4), with the training reward of our trainer's env
-(:class:`~sumo_cli.learn.sumo_vec.SumoVecEnv`: reference dense shaping with weight ``alpha`` plus
+(:class:`~sumo_cli.selfplay.sumo_vec.SumoVecEnv`: reference dense shaping with weight ``alpha`` plus
 ``1 - alpha`` of the sparse reward; ``alpha`` = 1 is what our trainer's first iterations see).
 
 Three figures, all env steps per second measured by wall clock in the same process run:
 
 - ``raw``: :func:`~sumo_cli.sim.sumo_env.raw_physics_steps_per_second` of the same model (our
   trainer's bouts on as many native threads as it has workers; no Python between steps);
-- ``ours``: :func:`sumo_cli.learn.selfplay.train` with its default settings (MLP policy, 8 bout
+- ``ours``: :func:`sumo_cli.selfplay.selfplay.train` with its default settings (MLP policy, 8 bout
   slots x 512 steps per iteration in 2 shards, 10 epochs of 8 minibatches) on ``workers`` processes,
   every opponent motionless (or the given one), rollouts *and* PPO updates included; the process
   pool is started and its simulators built before the clock starts (SB3's worker processes and
@@ -63,9 +63,9 @@ _Base = gym.Env if gym is not None else object
 
 class SumoSingleEnv(_Base):
     """One RoboSumo bout as a Gymnasium env: the learner is agent A (``body``), agent B is a fixed
-    :class:`~sumo_cli.learn.sumo_vec.OpponentPolicy` (default: a motionless body of the same kind).
+    :class:`~sumo_cli.selfplay.sumo_vec.OpponentPolicy` (default: a motionless body of the same kind).
 
-    Built on :class:`~sumo_cli.learn.sumo_vec.SumoVecEnv` with one bout, so observations, rewards,
+    Built on :class:`~sumo_cli.selfplay.sumo_vec.SumoVecEnv` with one bout, so observations, rewards,
     terminations and truncations are exactly those our trainer's env gives for the same seed and
     actions: observations ``Box(-inf, inf, (obs_size,), float64)`` (BatchedSumo's layout; ant: 120),
     actions ``Box(-1, 1, (n_actions,), float32)`` (ant: 8; applied as given, MuJoCo clamps the
@@ -80,7 +80,7 @@ class SumoSingleEnv(_Base):
                  shaping=None, seed: int | None = None):
         if gym is None:
             raise ImportError("SumoSingleEnv needs gymnasium: " + INSTALL_HINT)
-        from sumo_cli.learn.sumo_vec import OpponentPolicy, SumoVecEnv
+        from sumo_cli.selfplay.sumo_vec import OpponentPolicy, SumoVecEnv
 
         opp = opponent if opponent is not None else OpponentPolicy.motionless(body)
         self.opponent = opp
@@ -151,7 +151,7 @@ def round_steps(steps: int, ours_per_iteration: int, sb3_per_rollout: int) -> in
 
 def _warm(job) -> int:
     """In a worker process: import everything and build the shard's simulator (cached there)."""
-    from sumo_cli.learn import selfplay as SP
+    from sumo_cli.selfplay import selfplay as SP
 
     SP._sim_for(job)
     time.sleep(0.3)  # hold this worker so that the other shard's warm-up lands on another one
@@ -161,8 +161,8 @@ def _warm(job) -> int:
 def measure_ours(steps: int, body: str = "ant", physics: str = "faithful", workers: int = 2, seed: int = 0,
                  opponent=None, **cfg_overrides) -> dict:
     """Our trainer (defaults, MLP) for ``steps`` env steps against a fixed opponent; wall clock of
-    :func:`~sumo_cli.learn.selfplay.train`, updates included."""
-    from sumo_cli.learn import selfplay as SP
+    :func:`~sumo_cli.selfplay.selfplay.train`, updates included."""
+    from sumo_cli.selfplay import selfplay as SP
     from sumo_cli.runtime.executor import make_executor
 
     probe = SP.TrainConfig(body=body, arch="mlp", physics=physics, **cfg_overrides)
@@ -273,7 +273,7 @@ def compare(steps: int = 49152, body: str = "ant", physics: str = "faithful", wo
             sb3_envs: int = 2, seed: int = 0, quick: bool = False, opponent=None,
             sb3_torch_threads: int | None = 1, progress=None) -> dict:
     """raw, ours and SB3 in one run; ratios ours/SB3 and ours/raw. ``quick``: one batch each."""
-    from sumo_cli.learn import selfplay as SP
+    from sumo_cli.selfplay import selfplay as SP
 
     say = progress or (lambda msg: None)
     if not sb3_available():

@@ -164,8 +164,8 @@ def _throwaway_db():  # noqa: ANN202
     """A database in a temporary folder with the shipped agents and the zoo ($SUMO_ZOO_DIR) imported."""
     import tempfile
 
-    from sumo_cli.library import import_zoo
-    from sumo_cli.shipped import register_shipped
+    from sumo_cli.store.library import import_zoo
+    from sumo_cli.store.shipped import register_shipped
     from sumo_cli.store.database import open_database
 
     zoo = os.environ.get("SUMO_ZOO_DIR")
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     from sumo_cli.compete.game import AgentData
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
     from sumo_cli.store.database import open_database
 
     torch.set_num_threads(1)

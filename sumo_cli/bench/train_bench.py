@@ -38,7 +38,7 @@ def measure(body: str = "ant", physics: str = "faithful", envs: int = 8, steps: 
     import mujoco
     import torch
 
-    from sumo_cli.learn import selfplay as SP
+    from sumo_cli.selfplay import selfplay as SP
     from sumo_cli.runtime.executor import make_executor
     from sumo_cli.sim.sumo_env import BatchedSumo, batched_steps_per_second, raw_physics_steps_per_second
 

@@ -20,32 +20,19 @@ def list_agents(
     if ctx.invoked_subcommand is not None:
         return
     from rich.table import Table
-    from sqlalchemy import select
 
     from sumo_cli import names
     from sumo_cli.compete.population import stage_versions
-    from sumo_cli.store.models import Agent
+    from sumo_cli.store import registry
 
     combos = {names.canonical_name(b, a, st): i for b in names.BODIES for i, (a, st) in enumerate(names.COMBINATIONS)}
     bodies = {b: i for i, b in enumerate(names.BODIES)}
     db = open_db(ctx)
     with db.read() as s:
-        rows = []
-        for a in s.scalars(select(Agent).order_by(Agent.name)):
-            vs = [v.version for v in a.versions]
-            rows.append(
-                {
-                    "name": a.name,
-                    "body": a.body,
-                    "arch": a.arch,
-                    "strategy": a.strategy,
-                    "provenance": a.provenance,
-                    "versions": len(vs),
-                    "latest": max(vs) if vs else None,
-                    "default_version": a.default_version,
-                    "stages": stage_versions(vs) if a.name in combos else None,
-                }
-            )
+        rows = [{"name": a.name, "body": a.body, "arch": a.arch, "strategy": a.strategy, "provenance": a.provenance,
+                 "versions": len(vs), "latest": max(vs) if vs else None, "default_version": a.default_version,
+                 "stages": stage_versions(vs) if a.name in combos else None}
+                for a, vs in registry.agents_with_versions(s)]
     rows.sort(key=lambda r: (bodies.get(r["body"], len(bodies)), r["body"], r["name"] not in combos,
                              combos.get(r["name"], 0), r["name"]))
     if json_out:

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from sumo_cli.cli.common import err_console, friendly, print_json, require_positive
 from sumo_cli.errors import UserError
+from sumo_cli.vocabulary import check_physics
 
 app = typer.Typer(help="Measure throughput on this machine.", no_args_is_help=True)
 
@@ -111,8 +112,7 @@ def train(
         body_spec(body)
     except (KeyError, ValueError) as exc:
         raise UserError(str(exc).strip("'\"")) from None
-    if physics not in ("faithful", "fast"):
-        raise UserError(f"--physics is faithful or fast, got {physics!r}")
+    check_physics(physics)
     if steps is not None:
         require_positive(steps, "--steps")
     if workers is not None:

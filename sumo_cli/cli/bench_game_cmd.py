@@ -72,7 +72,7 @@ def game(
     pair, label = None, "fresh zoo-sized LSTM weights"
     if names:
         from sumo_cli.compete.game import AgentData
-        from sumo_cli.library import load_agent
+        from sumo_cli.store.library import load_agent
 
         pair = tuple(AgentData.from_loaded(load_agent(db, n)) for n in names)
         label = ",".join(names)

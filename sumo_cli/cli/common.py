@@ -69,7 +69,7 @@ def resolved_db_url(ctx: typer.Context) -> str:
 
 
 def open_db(ctx: typer.Context):  # noqa: ANN201
-    from sumo_cli.shipped import register_shipped
+    from sumo_cli.store.shipped import register_shipped
     from sumo_cli.store.database import Database
 
     check_policies_folder()  # a SUMO_POLICIES folder that is not there: refused before the database is created
@@ -237,3 +237,18 @@ def tell_default_step_sizes(agents) -> None:  # noqa: ANN001 - compete.game.Agen
         if note and note not in seen:
             seen.add(note)
             err_console.print(note, highlight=False, soft_wrap=True)
+
+
+def chosen_population(db, agents: str | None, bodies: str | None, kinds: str | None, plan) -> list:  # noqa: ANN001
+    """The members of a tournament or an evolution: ``--agents``, or the paper's population (the
+    shipped one, or the one ``--plan`` trained) narrowed by ``--bodies`` and ``--kinds``."""
+    from sumo_cli.compete import population as pop
+
+    if agents:
+        return pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
+    slots = None
+    if plan is not None:
+        from sumo_cli.runs.population_plan import load_plan
+
+        slots = load_plan(plan).members()
+    return pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None, slots)

@@ -34,7 +34,7 @@ def locomotion(
     workers = resolve_workers(workers)
     check_output(plot, "--plot", ".png")
     check_output(csv_out, "--csv", ".csv")
-    from sumo_cli import locomotion_training as LT
+    from sumo_cli.runs import locomotion_training as LT
 
     db = open_db(ctx)
     loaded = LT.load_locomotion_agents(db, agents)

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import check_agents, check_output, err_console, friendly, open_db, print_json
+from sumo_cli.vocabulary import check_physics
 
 
 def _pick(versions: list[int], wanted: Optional[str], points: int, has_start: bool = True) -> list[int]:
@@ -78,8 +79,7 @@ def sumo_curve(
         raise UserError(f"--bouts must be at least 1, got {bouts}")
     if rounds is not None and rounds < 1:
         raise UserError(f"--rounds must be at least 1, got {rounds}")
-    if physics not in ("faithful", "fast"):
-        raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+    check_physics(physics)
     check_output(plot, "--plot", ".png")
     check_output(csv_out, "--csv", ".csv")
     opponents = [o.strip() for o in against.split(",") if o.strip()]
@@ -93,7 +93,7 @@ def sumo_curve(
 
     db = open_db(ctx)
     check_agents(db, [agent])
-    from sumo_cli import library
+    from sumo_cli.store import library
     from sumo_cli.compete.bouts import MOTIONLESS, RANDOM, play_bouts, summary
     from sumo_cli.compete.game import AgentData
     from sumo_cli.sim.bodies import BODIES

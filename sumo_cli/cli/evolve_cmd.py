@@ -8,10 +8,11 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    check_output, chosen_population, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
     starting_run, tell_default_step_sizes, workers_option,
 )
-from sumo_cli.cli.estimate import RunEstimate
+from sumo_cli.runtime.estimate import RunEstimate
+from sumo_cli.vocabulary import check_physics
 
 
 def shares_table(history: list[dict], key: str):  # noqa: ANN201
@@ -82,7 +83,6 @@ def evolve(
     json_out: bool = typer.Option(False, "--json", help="Print the run id and the shares per generation as JSON."),
 ) -> None:
     """Evolve a population: each generation's losers are replaced by copies of its winners."""
-    from sumo_cli.compete import population as pop
     from sumo_cli.errors import UserError
 
     if by not in ("body", "arch", "strategy", "kind"):
@@ -95,20 +95,10 @@ def evolve(
         for value, what in ((copies, "--copies"), (generations, "--generations"), (matches, "--matches"),
                             (rounds, "--rounds"), (episodes, "--episodes")):
             require_positive(value, what)
-        if physics not in ("faithful", "fast"):
-            raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+        check_physics(physics)
     db = open_db(ctx)
     if resume is None:
-        if agents:
-            members = pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
-        else:
-            slots = None
-            if plan is not None:
-                from sumo_cli.population_plan import load_plan
-
-                slots = load_plan(plan).members()
-            members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
-                                           slots)
+        members = chosen_population(db, agents, bodies, kinds, plan)
         from sumo_cli.compete.evolution import EvolutionRunner, evolution_config
 
         from sumo_cli.cli.population_support import say_plan_fills
@@ -130,7 +120,7 @@ def evolve(
     )
     tell_default_step_sizes(runner.data)
 
-    from sumo_cli.store.games import get_run
+    from sumo_cli.store.runs import get_run
 
     with db.read() as s:
         done = get_run(s, run_id).progress_done

@@ -10,6 +10,7 @@ import typer
 from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, resume_command, starting_run, workers_option,
 )
+from sumo_cli.vocabulary import check_physics
 
 app = typer.Typer(help="The paper's game experiments as stored runs (drawn by `sumo report`).", no_args_is_help=True)
 
@@ -30,7 +31,7 @@ def _execute(ctx: typer.Context, kind: str, build, resume: Optional[int], seed: 
     run_id = X.create(db, build(db), seed) if resume is None else resume
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from sumo_cli.cli.estimate import RunEstimate
+    from sumo_cli.runtime.estimate import RunEstimate
     from sumo_cli.runtime.executor import make_executor
 
     with starting_run(ctx, f"experiment {kind}", run_id):
@@ -170,8 +171,7 @@ def _game_experiment(ctx, kind, agents, opponents, rounds, episodes, repeats, ph
         for value, what in ((rounds, "--rounds"), (repeats, "--repeats"), *((e, "--episodes") for e in episodes)):
             if value < 1:
                 raise UserError(f"{what} must be at least 1, got {value}")
-        if physics not in ("faithful", "fast"):
-            raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+        check_physics(physics)
 
     def build(db):  # noqa: ANN001, ANN202
         from sumo_cli.compete import experiment as X

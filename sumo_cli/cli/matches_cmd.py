@@ -25,7 +25,7 @@ def list_matches(
     """List the newest games."""
     if ctx.invoked_subcommand is not None:
         return
-    from sumo_cli.store.games import list_matches as query
+    from sumo_cli.store.matches import list_matches as query
 
     check_output(csv_out, "--csv", ".csv")
     db = open_db(ctx)
@@ -33,7 +33,7 @@ def list_matches(
         rows = query(s, limit, run)
         if csv_out:
             from sumo_cli.report.csv_export import bout_rows, write_csv
-            from sumo_cli.store.games import match_dict
+            from sumo_cli.store.matches import match_dict
 
             write_csv(csv_out, bout_rows([match_dict(s, r["id"]) for r in reversed(rows)]))
             err_console.print(f"wrote {csv_out}: every bout of {len(rows)} games", highlight=False)
@@ -64,7 +64,7 @@ def show(
 ) -> None:
     """Show one game with every round and episode."""
     from sumo_cli.compete.summary import summarise
-    from sumo_cli.store.games import match_dict
+    from sumo_cli.store.matches import match_dict
 
     check_output(csv_out, "--csv", ".csv")
     db = open_db(ctx)

@@ -11,6 +11,7 @@ from sumo_cli.cli.common import (
     check_agents, check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive,
     resolve_threads, tell_default_step_sizes, threads_option,
 )
+from sumo_cli.vocabulary import check_physics
 
 
 @friendly
@@ -41,10 +42,7 @@ def play(
     require_positive(rounds, "--rounds")
     require_positive(episodes, "--episodes")
     threads = resolve_threads(threads, episodes)
-    if physics not in ("faithful", "fast"):
-        from sumo_cli.errors import UserError
-
-        raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+    check_physics(physics)
     check_output(plot, "--plot", ".png")
     check_output(video, "--video", ".mp4")
     if video is not None:

@@ -42,7 +42,7 @@ def _rows(states, running: list[str]) -> list[dict]:  # noqa: ANN001 - populatio
 
 def _totals(states, plan, workers: int) -> dict:  # noqa: ANN001
     """The plan at a glance: steps done, seconds left, env steps and training seconds so far."""
-    from sumo_cli.population_runner import DONE, eta_seconds
+    from sumo_cli.runs.population_runner import DONE, eta_seconds
 
     return {"done": sum(st.state.startswith(DONE) for st in states), "eta_seconds": eta_seconds(states, plan, workers),
             "env_steps": sum(st.env_steps for st in states),
@@ -90,14 +90,14 @@ def train(
     """Train every step of the plan not done yet, in dependency order: finished steps are skipped,
     interrupted ones resumed exactly; Ctrl-C stops every step after it saves and prints the command
     that continues."""
-    from sumo_cli.population_plan import load_plan
+    from sumo_cli.runs.population_plan import load_plan
 
     workers = resolve_workers(workers)
     plan = load_plan(plan_path)
     check_steps(plan)
     from rich.live import Live
 
-    from sumo_cli import population_runner as PR
+    from sumo_cli.runs import population_runner as PR
     from sumo_cli.cli.progress_lines import EVERY_S
     from sumo_cli.store.registry import checkpoint_root
 
@@ -140,11 +140,11 @@ def show(
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Where each step of the plan stands in the database, and the time left for the whole plan."""
-    from sumo_cli.population_plan import load_plan
+    from sumo_cli.runs.population_plan import load_plan
 
     workers = resolve_workers(workers)
     plan = load_plan(plan_path)
-    from sumo_cli import population_runner as PR
+    from sumo_cli.runs import population_runner as PR
 
     check_steps(plan)
     db = open_db(ctx)

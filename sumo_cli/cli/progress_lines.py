@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from sumo_cli.cli.estimate import duration
+from sumo_cli.runtime.estimate import duration
 
 #: Seconds between two progress lines in a log at most (a line per step when steps are slower).
 EVERY_S = 30.0

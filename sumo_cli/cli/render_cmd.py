@@ -11,6 +11,7 @@ import typer
 from sumo_cli.cli.common import (
     check_output, err_console, friendly, open_db, print_json, require_positive, resolve_threads, threads_option,
 )
+from sumo_cli.vocabulary import check_physics
 
 # the values mujoco accepts for MUJOCO_GL on Linux
 _KNOWN_GL = ("egl", "osmesa", "glfw", "glx", "enable", "enabled", "on", "true", "1",
@@ -48,8 +49,7 @@ def render(
 
     if out is None and png is None:
         raise UserError("nothing to write: give --out FILE.mp4, --png FILE.png, or both")
-    if physics not in ("faithful", "fast"):
-        raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+    check_physics(physics)
     require_positive(episodes, "--episodes")
     threads = resolve_threads(threads, episodes)
     require_positive(every, "--frame-every")
@@ -69,7 +69,7 @@ def render(
 
     from sumo_cli.compete import video
     from sumo_cli.compete.game import AgentData, GameSettings
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
     from sumo_cli.sim.render import check_mp4_target, gl_backend
 
     if out is not None:

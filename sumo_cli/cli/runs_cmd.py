@@ -30,8 +30,8 @@ def list_runs(
         return
     from rich.table import Table
 
-    from sumo_cli.runtime.ownership import is_alive
-    from sumo_cli.store.games import list_runs as query
+    from sumo_cli.store.ownership import is_alive
+    from sumo_cli.store.runs import list_runs as query
 
     check_output(csv_out, "--csv", ".csv")
     db = open_db(ctx)
@@ -64,7 +64,7 @@ def list_runs(
 def resume_of(ctx: typer.Context, run: dict) -> str | None:
     """The command that continues ``run`` (a row of `sumo runs`) when it is interrupted and of a
     resumable kind; else None."""
-    from sumo_cli.store.games import RESUME_COMMANDS
+    from sumo_cli.store.runs import RESUME_COMMANDS
 
     command = RESUME_COMMANDS.get(run["kind"])
     if run["status"] != "interrupted" or command is None:
@@ -95,7 +95,7 @@ def show(
     summaries, --heatmap for the win probabilities; for an evolution the shares of every
     generation, --plot for the stacked-area figure."""
     from sumo_cli.errors import UserError
-    from sumo_cli.store.games import TRAIN_KIND, run_detail
+    from sumo_cli.store.runs import TRAIN_KIND, run_detail
 
     if every is not None and every < 1:
         raise UserError(f"--every must be at least 1, got {every}")
@@ -107,7 +107,7 @@ def show(
     check_output(heatmap, "--heatmap", ".png")
     check_output(csv_out, "--csv", ".csv")
 
-    from sumo_cli.runtime.ownership import is_alive
+    from sumo_cli.store.ownership import is_alive
 
     db = open_db(ctx)
     with db.read() as s:
@@ -145,7 +145,7 @@ def show(
         doc["plot"] = str(training_curves(run, iterations, plot))
 
     if any("heldout_gain" in it["metrics"] for it in iterations or ()):  # a meta run (torch imported only then)
-        from sumo_cli.learn.meta_selfplay import heldout_summary
+        from sumo_cli.selfplay.meta_selfplay import heldout_summary
 
         doc["heldout"] = heldout_summary([it["metrics"] for it in iterations])
         from sumo_cli.report.heldout import heldout_curve, last_share
@@ -314,7 +314,7 @@ _EXPLAIN = {
 
 
 def heldout_line(h: dict) -> str:
-    """The held-out summary of a meta run (:func:`~sumo_cli.learn.meta_selfplay.heldout_summary`) as one sentence."""
+    """The held-out summary of a meta run (:func:`~sumo_cli.selfplay.meta_selfplay.heldout_summary`) as one sentence."""
     specific = ""
     if h.get("specific"):
         specific = f"; the part specific to the opponent adapted on {_spread_text(h['specific'])}"

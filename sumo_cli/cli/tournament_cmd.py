@@ -8,9 +8,10 @@ from typing import Optional
 import typer
 
 from sumo_cli.cli.common import (
-    check_output, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
+    check_output, chosen_population, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
     starting_run, tell_default_step_sizes, workers_option,
 )
+from sumo_cli.vocabulary import check_physics
 
 
 def leaderboard_table(rows: list[dict], title: str, limit: int = 20):  # noqa: ANN201
@@ -55,7 +56,6 @@ def tournament(
     json_out: bool = typer.Option(False, "--json", help="Print the run id and the final leaderboard as JSON."),
 ) -> None:
     """Play --matches random iterated games between members of a population; rate them with TrueSkill."""
-    from sumo_cli.compete import population as pop
     from sumo_cli.errors import UserError
 
     if workers is not None:  # every option is checked before the run is written and before torch loads
@@ -67,38 +67,28 @@ def tournament(
     if resume is None:  # the options first, before anything heavy is imported (torch takes seconds)
         for value, what in ((matches, "--matches"), (rounds, "--rounds"), (episodes, "--episodes")):
             require_positive(value, what)
-        if physics not in ("faithful", "fast"):
-            raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+        check_physics(physics)
         if draw_probability is not None and not 0 < draw_probability < 1:
             raise UserError(f"--draw-probability must be strictly between 0 and 1, got {draw_probability}")
     db = open_db(ctx)
     if resume is None:
-        if agents:
-            members = pop.explicit_population(db, [a for a in agents.split(",") if a.strip()])
-        else:
-            slots = None
-            if plan is not None:
-                from sumo_cli.population_plan import load_plan
+        members = chosen_population(db, agents, bodies, kinds, plan)
+        if population is not None and not agents:
+            if population < 2:
+                raise UserError(f"--population must be at least 2, got {population}")
+            if population > len(members):
+                raise UserError(f"--population {population} is larger than the {len(members)} agent versions available")
+            import numpy as np
 
-                slots = load_plan(plan).members()
-            members = pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None,
-                                           slots)
-            if population is not None:
-                if population < 2:
-                    raise UserError(f"--population must be at least 2, got {population}")
-                if population > len(members):
-                    raise UserError(f"--population {population} is larger than the {len(members)} agent versions available")
-                import numpy as np
-
-                pick = np.random.default_rng(seed).choice(len(members), population, replace=False)
-                members = [members[i] for i in sorted(pick)]
+            pick = np.random.default_rng(seed).choice(len(members), population, replace=False)
+            members = [members[i] for i in sorted(pick)]
         from sumo_cli.compete import tournament as T
 
         from sumo_cli.cli.population_support import say_plan_fills
 
         say_plan_fills(members, plan is not None and not agents, json_out)
         config = T.tournament_config(members, matches, rounds, episodes, physics, draw_probability)
-        from sumo_cli.library import load_agent
+        from sumo_cli.store.library import load_agent
 
         for m in members:  # a missing or corrupt checkpoint is refused before the run is written
             load_agent(db, m.name)
@@ -119,8 +109,8 @@ def tournament(
     tell_default_step_sizes(runner.data)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from sumo_cli.cli.estimate import RunEstimate
-    from sumo_cli.store.games import get_run
+    from sumo_cli.runtime.estimate import RunEstimate
+    from sumo_cli.store.runs import get_run
 
     progress = Progress(TextColumn("games"), BarColumn(), MofNCompleteColumn(), TextColumn("time left {task.fields[left]}"),
                         console=err_console, disable=json_out)
@@ -171,7 +161,7 @@ def tournament(
 
         write_csv(csv_out, rows)
         err_console.print(f"wrote {csv_out}")
-    from sumo_cli.report.tables import category_summary
+    from sumo_cli.compete.categories import category_summary
 
     cats = category_summary(rows)
     if json_out:

@@ -44,15 +44,16 @@ _FIELDS = {
 def _check_names(resume, env, body, arch, strategy, recipe, features, workers) -> None:  # noqa: ANN001
     """The typos a new run can have, answered before torch and MuJoCo are imported."""
     from sumo_cli.errors import UserError
-    from sumo_cli.learn.recipes import RECIPES
+    from sumo_cli.names import ARCHS, BODIES, STRATEGIES
+    from sumo_cli.selfplay.recipes import RECIPES
+    from sumo_cli.vocabulary import FEATURES
 
     if workers is not None and workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     if resume is not None or (env or "sumo").strip().lower() != "sumo":
         return
-    choices = {"--body": (body, ("ant", "bug", "spider")), "--arch": (arch, ("mlp", "lstm")),
-               "--strategy": (strategy, ("none", "track", "rl2", "meta")), "--recipe": (recipe, tuple(RECIPES)),
-               "--features": (features, ("none", "ego", "ego-past"))}
+    choices = {"--body": (body, BODIES), "--arch": (arch, ARCHS), "--strategy": (strategy, STRATEGIES),
+               "--recipe": (recipe, tuple(RECIPES)), "--features": (features, FEATURES)}
     for option, (value, allowed) in choices.items():
         if value is not None and value.strip().lower() not in allowed:
             raise UserError(f"unknown {option[2:]} {value!r}; choose one of {', '.join(allowed)}")
@@ -72,8 +73,8 @@ def _say_numbered_name(agent_name: str, body: str, arch: str, strategy: str) -> 
 def _stored_pace(db, run_id: int, left: int) -> str:  # noqa: ANN001
     """``; about 2 h 10 min left at ...`` for a resumed run: its iterations so far say how long the rest
     takes before this session's first one ends; "" for a new run."""
-    from sumo_cli.cli.estimate import duration
-    from sumo_cli.store.games import mean_iteration_seconds
+    from sumo_cli.runtime.estimate import duration
+    from sumo_cli.store.runs import mean_iteration_seconds
 
     with db.read() as s:
         mean = mean_iteration_seconds(s, run_id)
@@ -90,7 +91,7 @@ def _training_view(total: int, done: int, json_out: bool, shown: str, fields):  
     ``fields(metrics)``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from sumo_cli.cli.estimate import duration
+    from sumo_cli.runtime.estimate import duration
     from sumo_cli.cli.progress_lines import log_lines
 
     progress = Progress(
@@ -210,7 +211,7 @@ def train(
     given = {k: v for k, v in locals().items() if k in _RUN_OPTIONS and v is not None}
     # everything that can be checked without torch and MuJoCo (seconds to load) is checked first
     _check_names(resume, env, body, arch, strategy, recipe, features, workers)
-    from sumo_cli.learn.train_config import TrainConfig
+    from sumo_cli.selfplay.train_config import TrainConfig
 
     if resume is not None:
         extend_to = given.pop("iterations", None)  # the one run option --resume takes: train a run further
@@ -220,18 +221,18 @@ def train(
         if extend_to is not None:
             require_positive(extend_to, "--iterations")
         db = open_db(ctx)
-        from sumo_cli.store.games import TRAIN_KIND, get_run
+        from sumo_cli.store.runs import TRAIN_KIND, get_run
 
         with db.read() as s:
             get_run(s, resume, TRAIN_KIND)  # an unknown run: one sentence
-        from sumo_cli import training as TR
+        from sumo_cli.runs import training as TR
 
         if TR.run_env(db, resume) == "locomotion":
             return _train_locomotion(ctx, db, resume, None, workers, address, json_out, extend_to=extend_to)
         cfg, agent_name, done = TR.check_resume(db, resume, extend_to)
         run_id = resume
     elif (env or "sumo").strip().lower() == "locomotion":
-        from sumo_cli import training as TR
+        from sumo_cli.runs import training as TR
 
         return _train_locomotion(ctx, None, None, given, workers, address, json_out, arch=arch, strategy=strategy)
     elif (env or "sumo").strip().lower() != "sumo":
@@ -242,7 +243,7 @@ def train(
     else:
         if body is None:
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
-        from sumo_cli.learn.recipes import default_recipe, recipe_values
+        from sumo_cli.selfplay.recipes import default_recipe, recipe_values
 
         kw = recipe_values((recipe or default_recipe(strategy)).strip().lower(), body.strip().lower())  # known: _check_names
         kw.update({_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env", "recipe")})
@@ -260,7 +261,7 @@ def train(
         if bad:
             raise UserError(bad[0])
         db = open_db(ctx)
-        from sumo_cli import training as TR
+        from sumo_cli.runs import training as TR
 
         agent_name, pool = TR.check_new_run(db, cfg, name)
         _say_numbered_name(agent_name, cfg.body, cfg.arch, cfg.strategy)
@@ -308,10 +309,10 @@ def _train_locomotion(ctx: typer.Context, db, resume: int | None, given: dict | 
                       extend_to: int | None = None) -> None:
     """`sumo train --env locomotion`: a new run (``given`` = the options typed) or ``--resume`` (``extend_to``:
     with more iterations)."""
-    from sumo_cli import locomotion_training as LT
-    from sumo_cli import training as TR
+    from sumo_cli.runs import locomotion_training as LT
+    from sumo_cli.runs import training as TR
     from sumo_cli.errors import UserError
-    from sumo_cli.learn.locomotion_learn import LocoConfig
+    from sumo_cli.runs.locomotion_learn import LocoConfig
 
     if address:
         raise UserError("--address does not apply to --env locomotion: it trains in this process (-j sets physics threads)")

@@ -30,7 +30,7 @@ def import_(
     path = Path(path)
     if not path.is_dir():  # answered before torch loads (seconds)
         raise UserError(f"zoo folder {path} does not exist or is not a folder")
-    from sumo_cli.library import import_zoo
+    from sumo_cli.store.library import import_zoo
 
     db = open_db(ctx)
     report = import_zoo(db, path)

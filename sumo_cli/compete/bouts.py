@@ -17,7 +17,7 @@ import torch
 
 from sumo_cli.compete.game import AgentData
 from sumo_cli.compete.schedule import game_seed
-from sumo_cli.learn.sumo_vec import torso_distance
+from sumo_cli.selfplay.sumo_vec import torso_distance
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets.numpy_actor import NumpyActor
 from sumo_cli.nets.policy import PolicySpec
@@ -49,7 +49,7 @@ def play_bouts(learner: AgentData, opponent: str | AgentData, n: int, seed: int,
     """``n`` bouts in one batch (the first bout of each slot); deterministic given ``seed``.
     ``face_opponent``: both start turned toward each other (the training curriculum's start; the
     reference start keeps the identity orientation); the rules and rewards stay the faithful ones."""
-    from sumo_cli.learn.sumo_vec import CurriculumSumo, StartConditions
+    from sumo_cli.selfplay.sumo_vec import CurriculumSumo, StartConditions
     from sumo_cli.sim.sumo_env import REASONS
 
     if n < 1:

@@ -8,9 +8,9 @@ every game in flight plays its next round, and
   in one call per pairing per step;
 - every agent's policy runs in one :class:`~sumo_cli.nets.stacked_actor.StackedActor` call per
   policy spec (architecture and sizes) per step, over the sides of all games still in their round;
-- after the phase, every adapting agent goes through one :func:`~sumo_cli.learn.strategies.adapt`
+- after the phase, every adapting agent goes through one :func:`~sumo_cli.adapt.strategies.adapt`
   call, which groups them by strategy and policy spec: the track agents of a spec get one stacked
-  PPO update (:mod:`~sumo_cli.learn.stacked_ppo`, each agent exactly what it gets alone), the meta
+  PPO update (:mod:`~sumo_cli.ppo.stacked_ppo`, each agent exactly what it gets alone), the meta
   agents are updated one after another (at a full buffer their update is arithmetic, not overhead).
 
 A game starts in the first phase after a slot frees and ends after its own last round, so games
@@ -35,7 +35,7 @@ from sumo_cli.compete.game import (
     AgentData, GameResult, GameSettings, RoundResult, _Side, game_result, round_result,
 )
 from sumo_cli.compete.schedule import game_seed
-from sumo_cli.learn import strategies as S
+from sumo_cli.adapt import strategies as S
 from sumo_cli.nets import features as F
 from sumo_cli.nets.stacked_actor import StackedActor
 from sumo_cli.runtime import progress

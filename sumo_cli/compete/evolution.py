@@ -18,8 +18,6 @@ from collections import Counter
 from dataclasses import asdict
 from typing import Callable
 
-from sqlalchemy import select
-
 from sumo_cli import __version__
 from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.population import Member
@@ -27,11 +25,12 @@ from sumo_cli.compete.schedule import apply_generation, random_pairs
 from sumo_cli.compete.engine import CONCURRENCY, batches, run_games_job
 from sumo_cli.compete.tournament import each_game, open_run
 from sumo_cli.errors import UserError
-from sumo_cli.library import load_agent
-from sumo_cli.runtime import ownership
-from sumo_cli.store import games as store_games
+from sumo_cli.store.library import load_agent
+from sumo_cli.store import ownership
+from sumo_cli.store import matches as store_matches
+from sumo_cli.store import runs as store_runs
 from sumo_cli.store.database import Database
-from sumo_cli.store.models import Match, Member as MemberRow
+from sumo_cli.store.models import Member as MemberRow
 
 
 def evolution_config(members: list[Member], copies: int, generations: int, matches: int, rounds: int, episodes: int,
@@ -66,7 +65,7 @@ class EvolutionRunner:
         version_ids = [load_agent(db, m.name).version_id for m in members]
         total = config["generations"] * config["matches"]
         with db.write() as s:
-            run_id = store_games.create_run(s, "evolution", config, seed, total, __version__)
+            run_id = store_runs.create_run(s, "evolution", config, seed, total, __version__)
             for slot in range(len(members) * config["copies"]):
                 s.add(MemberRow(run_id=run_id, generation=0, slot=slot,
                                 version_id=version_ids[slot // config["copies"]], parent_slot=None))
@@ -77,8 +76,7 @@ class EvolutionRunner:
         """Member index (into the base population) of every slot, or None if not stored."""
         by_vid = {v: i for i, v in enumerate(self.version_ids)}
         with self.db.read() as s:
-            rows = s.execute(select(MemberRow.slot, MemberRow.version_id).where(
-                MemberRow.run_id == self.run_id, MemberRow.generation == generation)).all()
+            rows = store_runs.generation_slots(s, self.run_id, generation)
         if not rows:
             return None
         slots = [0] * self.n_slots
@@ -123,19 +121,18 @@ class EvolutionRunner:
                 schedule = random_pairs(self.n_slots, self.matches, self.seed, g)
                 base = g * self.matches
                 with self.db.read() as s:
-                    rows = s.execute(select(Match.run_index, Match.outcome).where(
-                        Match.run_id == self.run_id, Match.run_index >= base, Match.run_index < base + self.matches)).all()
-                outcomes = {int(i) - base: o for i, o in rows}
+                    stored = store_runs.run_outcomes(s, self.run_id)
+                outcomes = {i - base: o for i, o in stored.items() if base <= i < base + self.matches}
                 games = [(x.index, self.data[slots[x.a]], self.data[slots[x.b]], settings, x.seed)
                          for x in schedule if x.index not in outcomes]
                 jobs = ((i, (b, concurrency)) for i, b in enumerate(batches(games, executor.workers, concurrency)))
                 for idx, result in each_game(executor.run(run_games_job, jobs, on_progress)):
                     x = schedule[idx]
                     with self.db.write() as s:  # the status write checks the claim: all or nothing
-                        store_games.record_game(
+                        store_matches.record_game(
                             s, result, self.version_ids[slots[x.a]], self.version_ids[slots[x.b]],
                             code_version=__version__, mujoco_version=mj, run_id=self.run_id, run_index=base + idx)
-                        store_games.set_run_status(s, self.run_id, "running", done=base + len(outcomes) + 1,
+                        store_runs.set_run_status(s, self.run_id, "running", done=base + len(outcomes) + 1,
                                                    owner=self.owner)
                     outcomes[idx] = result["outcome"]
                     if on_game is not None:
@@ -148,15 +145,15 @@ class EvolutionRunner:
                         s.add(MemberRow(run_id=self.run_id, generation=g + 1, slot=slot,
                                         version_id=self.version_ids[nxt[slot]], parent_slot=p,
                                         cloned_by_match=None if gi is None else base + gi))
-                    store_games.set_run_status(s, self.run_id, "running", done=base + self.matches, owner=self.owner)
+                    store_runs.set_run_status(s, self.run_id, "running", done=base + self.matches, owner=self.owner)
                 if on_generation is not None:
                     on_generation(g + 1, self.shares(nxt))
-        except store_games.RunTakenOver:
+        except store_runs.RunTakenOver:
             raise
         except BaseException:
             with self.db.write() as s:
-                store_games.set_run_status(s, self.run_id, "interrupted", owner=self.owner)
+                store_runs.set_run_status(s, self.run_id, "interrupted", owner=self.owner)
             raise
         with self.db.write() as s:
-            store_games.set_run_status(s, self.run_id, "finished", owner=self.owner)
+            store_runs.set_run_status(s, self.run_id, "finished", owner=self.owner)
         return self.history()

@@ -32,10 +32,12 @@ from sumo_cli import __version__, names
 from sumo_cli.compete.pairing import seed_indexes
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.errors import UserError
-from sumo_cli.runtime import ownership
-from sumo_cli.store import games as store_games
+from sumo_cli.store import ownership
+from sumo_cli.store import matches as store_matches
+from sumo_cli.store import runs as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
+from sumo_cli.vocabulary import check_physics
 
 if TYPE_CHECKING:  # torch comes with the game: imported where games are played, so bad input is answered at once
     from sumo_cli.compete.game import AgentData
@@ -99,8 +101,7 @@ def config(kind: str, agents: list[dict], opponents: list[dict], rounds: int, ep
     for value, what in ((rounds, "--rounds"), (repeats, "--repeats"), *((e, "--episodes") for e in episodes)):
         if value < 1:
             raise UserError(f"{what} must be at least 1, got {value}")
-    if physics not in ("faithful", "fast"):
-        raise UserError(f"--physics must be faithful or fast, got {physics!r}")
+    check_physics(physics)
     return {"kind": kind, "agents": agents, "opponents": opponents, "rounds": rounds, "episodes": list(episodes),
             "repeats": repeats, "physics": physics, "start_fraction": start_fraction}
 
@@ -161,7 +162,7 @@ def create(db: Database, cfg: dict, seed: int) -> int:
     if total == 0:
         raise UserError("these players make no game: a calibration needs agents of at least two bodies")
     with db.write() as s:
-        return store_games.create_run(s, cfg["kind"], cfg, seed, total, __version__)
+        return store_runs.create_run(s, cfg["kind"], cfg, seed, total, __version__)
 
 
 class ExperimentRunner:
@@ -169,7 +170,7 @@ class ExperimentRunner:
 
     def __init__(self, db: Database, run_id: int):
         with db.read() as s:
-            run = store_games.get_run(s, run_id)
+            run = store_runs.get_run(s, run_id)
             if run.kind not in KINDS:
                 raise UserError(f"run {run_id} is a {run.kind} run, not an experiment; `sumo runs` lists them")
             if run.status == "finished":
@@ -183,7 +184,7 @@ class ExperimentRunner:
 
     def _data(self, name: str, strategy: str) -> tuple["AgentData", int]:
         from sumo_cli.compete.game import AgentData
-        from sumo_cli.library import load_agent
+        from sumo_cli.store.library import load_agent
 
         if (name, strategy) not in self._cache:
             loaded = load_agent(self.db, name)
@@ -207,7 +208,7 @@ class ExperimentRunner:
 
     def done(self) -> dict[int, str]:
         with self.db.read() as s:
-            return store_games.run_outcomes(s, self.run_id)
+            return store_runs.run_outcomes(s, self.run_id)
 
     def run(self, executor, on_game: Callable[[int], None] | None = None,  # noqa: ANN001
             on_progress: Callable[[float, float], None] | None = None, per_job: int = 1) -> None:
@@ -238,18 +239,18 @@ class ExperimentRunner:
         try:
             for idx, result in each_game(executor.run(play_job, jobs, on_progress)):
                 with self.db.write() as s:
-                    store_games.check_owner(s, self.run_id, owner)
-                    store_games.record_game(s, result, *ids[idx], code_version=__version__, mujoco_version=mj,
+                    store_runs.check_owner(s, self.run_id, owner)
+                    store_matches.record_game(s, result, *ids[idx], code_version=__version__, mujoco_version=mj,
                                             run_id=self.run_id, run_index=idx)
                     outcomes[idx] = result["outcome"]
-                    store_games.set_run_status(s, self.run_id, "running", done=len(outcomes), owner=owner)
+                    store_runs.set_run_status(s, self.run_id, "running", done=len(outcomes), owner=owner)
                 if on_game is not None:
                     on_game(len(outcomes))
-        except store_games.RunTakenOver:
+        except store_runs.RunTakenOver:
             raise
         except BaseException:
             with self.db.write() as s:
-                store_games.set_run_status(s, self.run_id, "interrupted", done=len(outcomes), owner=owner)
+                store_runs.set_run_status(s, self.run_id, "interrupted", done=len(outcomes), owner=owner)
             raise
         with self.db.write() as s:
-            store_games.set_run_status(s, self.run_id, "finished", done=len(outcomes), owner=owner)
+            store_runs.set_run_status(s, self.run_id, "finished", done=len(outcomes), owner=owner)

@@ -22,7 +22,7 @@ import torch
 
 from sumo_cli.compete.rules import game_outcome, round_outcome
 from sumo_cli.compete.schedule import game_seed
-from sumo_cli.learn import strategies as S
+from sumo_cli.adapt import strategies as S
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 from sumo_cli.nets.numpy_actor import NumpyActor
@@ -67,8 +67,8 @@ class AgentData:
         """One line saying that this agent, played with ``meta`` (``NAME:meta``) though it learnt
         no step sizes (it was not meta-trained), adapts with the untrained ones; None otherwise.
         Such an agent is played, not refused, so any policy can adapt without a training run."""
-        from sumo_cli.learn.meta import MetaConfig
-        from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
+        from sumo_cli.meta import MetaConfig
+        from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY
 
         if self.strategy != "meta" or LOG_ALPHA_KEY in self.meta:
             return None

@@ -4,8 +4,8 @@ adapting between episodes with the chosen strategy; then fully reset the environ
 state and the adaptation (back to ``theta``); repeat ``repeats`` (paper: 50) times and report the
 mean episodic reward of each of the 7 episodes with a 95% confidence interval.
 
-Implementation: :func:`sumo_cli.learn.meta_train.run_adaptation` on a
-:class:`~sumo_cli.learn.locomotion_tasks.LocomotionChain` with ``repeats`` groups of one env each
+Implementation: :func:`sumo_cli.meta.meta_train.run_adaptation` on a
+:class:`~sumo_cli.meta.locomotion_tasks.LocomotionChain` with ``repeats`` groups of one env each
 (every group is an independent repetition, starting from ``theta``), ``start=1``, 7 rounds of one
 episode. Strategies:
 
@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sumo_cli.learn import meta as ML
-from sumo_cli.learn import meta_train as MT
-from sumo_cli.learn.locomotion_tasks import LocomotionChain
+from sumo_cli import meta as ML
+from sumo_cli.meta import meta_train as MT
+from sumo_cli.meta.locomotion_tasks import LocomotionChain
 from sumo_cli.sim import locomotion as L
 
 Z95 = 1.959963984540054
@@ -87,7 +87,7 @@ def evaluate_sequence(theta, spec, stats, pair, repeats: int = 50, seed: int = 0
     Same result dict as :func:`evaluate` (strategy ``"none"``)."""
     import torch
 
-    from sumo_cli.learn.collect import collect, new_carry
+    from sumo_cli.ppo.collect import collect, new_carry
 
     name, pair = _pair_name(pair)
     env = L.LocomotionEnv(int(repeats), [pair], horizon=horizon, physics=physics, seed=seed, n_threads=n_threads)
@@ -134,8 +134,8 @@ def evaluate_checkpoint(spec, params, stats, strategy: str, meta_params: dict, m
     3-episode buffer). The env settings (horizon, physics) are the run's. Track and meta play
     through :func:`evaluate` (``run_adaptation``), which zeroes a recurrent state at every
     episode start."""
-    from sumo_cli.learn.meta_execution import LOG_ALPHA_KEY
-    from sumo_cli.learn.ppo import PPOConfig
+    from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY
+    from sumo_cli.ppo.ppo import PPOConfig
 
     kw = dict(repeats=repeats, seed=seed, horizon=int(metadata.get("horizon", L.HORIZON)),
               physics=str(metadata.get("physics", "fast")), n_threads=n_threads)
@@ -148,9 +148,7 @@ def evaluate_checkpoint(spec, params, stats, strategy: str, meta_params: dict, m
         return out
     if strategy == "track":
         ppo_cfg = _known(PPOConfig, metadata.get("ppo_config"))
-        out = evaluate(params, spec, stats, "tracking", pair, ppo_cfg=ppo_cfg, **kw)
-        out["strategy"] = "track"
-        return out
+        return evaluate(params, spec, stats, "track", pair, ppo_cfg=ppo_cfg, **kw)
     if strategy == "meta":
         stored = dict(metadata.get("meta_config") or {})
         stored.setdefault("execution", "paper")  # runs stored before the execution rule was a setting played Algorithm 2
@@ -163,7 +161,7 @@ def evaluate_checkpoint(spec, params, stats, strategy: str, meta_params: dict, m
     raise ValueError(f"unknown strategy {strategy!r}")
 
 
-def evaluate_all(theta, spec, stats, strategies=("none", "tracking", "meta"), pairs=("back", "middle", "front"),
+def evaluate_all(theta, spec, stats, strategies=("none", "track", "meta"), pairs=("back", "middle", "front"),
                  **kw) -> dict:
     """:func:`evaluate` for every strategy and test pair: ``{(strategy, pair): result}``."""
     return {(s, p): evaluate(theta, spec, stats, s, p, **kw) for s in strategies for p in pairs}
@@ -194,7 +192,7 @@ def experiment(iters: int = 100, groups: int = 8, group_size: int = 2, horizon: 
 
     import torch
 
-    from sumo_cli.learn import ppo as PPO
+    from sumo_cli.ppo import ppo as PPO
     from sumo_cli.nets import policy as P
 
     torch.set_num_threads(1)
@@ -222,7 +220,7 @@ def experiment(iters: int = 100, groups: int = 8, group_size: int = 2, horizon: 
     pstats = pres.obs_norm.stats
     runs = {
         "meta": (res.theta, mstats, "meta"), "meta_none": (res.theta, mstats, "none"),
-        "ppo_none": (pth, pstats, "none"), "ppo_tracking": (pth, pstats, "tracking"),
+        "ppo_none": (pth, pstats, "none"), "ppo_tracking": (pth, pstats, "track"),
     }
     table = {}
     for name, (th, st, strat) in runs.items():

@@ -11,8 +11,8 @@ from sumo_cli.compete.game import AgentData, GameSettings, play_game
 from sumo_cli.compete.learning_opponent import learning_schedule
 from sumo_cli.compete.summary import summarise
 from sumo_cli.errors import UserError
-from sumo_cli.library import load_agent
-from sumo_cli.store import games as store_games
+from sumo_cli.store.library import load_agent
+from sumo_cli.store import matches as store_matches
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 
@@ -117,7 +117,7 @@ def run_and_store(db: Database, job: GameJob, view, video: Path | None = None) -
         }
     result["extra_settings"] = {"opponent_learning": job.opponent_learning, "interrupted": interrupted}
     with db.write() as s:
-        match_id = store_games.record_game(
+        match_id = store_matches.record_game(
             s, result, job.version_a_id, job.version_b_id, code_version=__version__, mujoco_version=mujoco_version()
         )
     if video is not None and not interrupted:

@@ -10,8 +10,8 @@ from sumo_cli.compete import ratings as R
 from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import random_pairs
 from sumo_cli.compete.tournament import Leaderboard, Standing
-from sumo_cli.report.tables import category_summary
-from sumo_cli.store import games as store_games
+from sumo_cli.compete.categories import category_summary
+from sumo_cli.store import runs as store_runs
 from sumo_cli.store.database import Database
 
 
@@ -19,9 +19,9 @@ def tournament_results(db: Database, run_id: int) -> dict:
     """``{"run_id", "rated", "total", "leaderboard", "categories", "draw_probability"}``: the games
     stored so far rated in schedule order up to the first missing one, exactly as the run rates them."""
     with db.read() as s:
-        run = store_games.get_run(s, run_id, "tournament")
+        run = store_runs.get_run(s, run_id, "tournament")
         config, seed = dict(run.config), run.seed
-        outcomes = store_games.run_outcomes(s, run_id)
+        outcomes = store_runs.run_outcomes(s, run_id)
     members = [Member(**m) for m in config["members"]]
     schedule = random_pairs(len(members), config["matches"], seed)
     game = config.get("game", {})
@@ -60,9 +60,9 @@ def shares(members: list[Member], slots: list[int]) -> dict[str, dict[str, float
 def evolution_results(db: Database, run_id: int) -> dict:
     """``{"run_id", "generations"}``: the shares of every stored generation, 0 first."""
     with db.read() as s:
-        run = store_games.get_run(s, run_id, "evolution")
+        run = store_runs.get_run(s, run_id, "evolution")
         config = dict(run.config)
-        generations = store_games.run_generations(s, run_id)
+        generations = store_runs.run_generations(s, run_id)
     members = [Member(**m) for m in config["members"]]
     copies = config["copies"]
     start = generations.get(0, {})

@@ -19,9 +19,10 @@ from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import ScheduledGame, random_pairs
 from sumo_cli.errors import UserError
-from sumo_cli.library import load_agent
-from sumo_cli.runtime import ownership
-from sumo_cli.store import games as store_games
+from sumo_cli.store.library import load_agent
+from sumo_cli.store import ownership
+from sumo_cli.store import matches as store_matches
+from sumo_cli.store import runs as store_runs
 from sumo_cli.store.database import Database
 
 
@@ -92,7 +93,7 @@ def tournament_config(members: list[Member], matches: int, rounds: int, episodes
 
 def create_tournament(db: Database, members: list[Member], config: dict, seed: int) -> int:
     with db.write() as s:
-        return store_games.create_run(s, "tournament", config, seed, config["matches"], __version__)
+        return store_runs.create_run(s, "tournament", config, seed, config["matches"], __version__)
 
 
 def open_run(db: Database, run_id: int, kind: str, finished: str) -> tuple[dict, int, list[Member], list]:
@@ -100,7 +101,7 @@ def open_run(db: Database, run_id: int, kind: str, finished: str) -> tuple[dict,
     every member's agent loaded (each checkpoint verified first); ``finished``: the sentence for a
     finished run."""
     with db.read() as s:
-        run = store_games.get_run(s, run_id, kind)
+        run = store_runs.get_run(s, run_id, kind)
         if run.status == "finished":
             raise UserError(finished)
         ownership.check_not_running(run)
@@ -134,14 +135,8 @@ class TournamentRunner:
 
     # -- state from the database
     def _load_finished(self) -> None:
-        from sqlalchemy import delete, select
-
-        from sumo_cli.store.models import Match, Rating
-
         with self.db.write() as s:
-            rows = s.execute(select(Match.run_index, Match.id, Match.outcome).where(Match.run_id == self.run_id)).all()
-            # Ratings are a function of the results in schedule order: rebuild them from scratch.
-            s.execute(delete(Rating).where(Rating.run_id == self.run_id))
+            rows = store_runs.restart_ratings(s, self.run_id)
         for idx, mid, outcome in rows:
             self.outcomes[idx] = outcome
             self.match_ids[idx] = mid
@@ -164,8 +159,8 @@ class TournamentRunner:
             self.rated += 1
         with self.db.write() as s:
             for i, mid, vid, mu, sigma in rows:
-                store_games.add_rating(s, self.run_id, i, mid, vid, mu, sigma)
-            store_games.set_run_status(s, self.run_id, "running", done=len(self.outcomes), owner=self.owner)
+                store_runs.add_rating(s, self.run_id, i, mid, vid, mu, sigma)
+            store_runs.set_run_status(s, self.run_id, "running", done=len(self.outcomes), owner=self.owner)
 
     def leaderboard(self, with_bt: bool = False) -> Leaderboard:
         bt = None
@@ -193,8 +188,8 @@ class TournamentRunner:
             for idx, result in each_game(executor.run(run_games_job, jobs, on_progress)):
                 g = self.schedule[idx]
                 with self.db.write() as s:
-                    store_games.check_owner(s, self.run_id, self.owner)
-                    mid = store_games.record_game(
+                    store_runs.check_owner(s, self.run_id, self.owner)
+                    mid = store_matches.record_game(
                         s, result, self.standings[g.a].version_id, self.standings[g.b].version_id,
                         code_version=__version__, mujoco_version=mj, run_id=self.run_id, run_index=idx,
                     )
@@ -203,12 +198,12 @@ class TournamentRunner:
                 self._apply_ready()
                 if on_game is not None:
                     on_game(idx, result)
-        except store_games.RunTakenOver:
+        except store_runs.RunTakenOver:
             raise
         except BaseException:
             with self.db.write() as s:
-                store_games.set_run_status(s, self.run_id, "interrupted", done=len(self.outcomes), owner=self.owner)
+                store_runs.set_run_status(s, self.run_id, "interrupted", done=len(self.outcomes), owner=self.owner)
             raise
         with self.db.write() as s:
-            store_games.set_run_status(s, self.run_id, "finished", done=len(self.outcomes), owner=self.owner)
+            store_runs.set_run_status(s, self.run_id, "finished", done=len(self.outcomes), owner=self.owner)
         return self.leaderboard(with_bt=True)

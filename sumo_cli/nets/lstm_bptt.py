@@ -8,7 +8,7 @@ derivatives are formed for blocks of steps at once), then the recurrent kernel's
 single batched product over all steps.
 
 Where it gains: many agents' small batches, as in the stacked tracking update
-(:mod:`sumo_cli.learn.stacked_ppo`), where autograd's per-step kernel gradient is a product over a
+(:mod:`sumo_cli.ppo.stacked_ppo`), where autograd's per-step kernel gradient is a product over a
 handful of rows per agent. For one agent's large batch (PPO training) it was slower than autograd's
 unroll, and PyTorch's own LSTM kernel is faster still (``forward_sequence(fused=True)``).
 

@@ -5,7 +5,7 @@ dispatch than in arithmetic. This evaluates exactly the functions of :mod:`sumo_
 (:func:`~sumo_cli.nets.policy.policy_mean` of the MLP, LSTM and RL^2 nets, with the observation
 normaliser applied first) on float32 arrays, with the LSTM kernel split into its input and
 recurrent halves so a step needs no concatenation. Rollout collection uses it too (the policy
-mean, and with ``net="vf"`` the value net's state and value, see :mod:`sumo_cli.learn.collect`);
+mean, and with ``net="vf"`` the value net's state and value, see :mod:`sumo_cli.ppo.collect`);
 gradients and the log-probabilities the learner sees stay in torch.
 """
 

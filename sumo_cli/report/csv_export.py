@@ -40,7 +40,7 @@ def write_csv(path: str | Path, rows: list[dict]) -> Path:
 
 
 def bout_rows(games: list[dict]) -> list[dict]:
-    """One row per bout of every game (the documents of ``store.games.match_dict``): the game, its
+    """One row per bout of every game (the documents of ``store.matches.match_dict``): the game, its
     round and the bout, outcomes from A's side."""
     out = []
     for g in games:

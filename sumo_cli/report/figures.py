@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sumo_cli.report.plots import _pyplot, _save
+from sumo_cli.report.plots import STRATEGY_COLOURS, _pyplot, _save
 
 #: The paper's seven combinations, in its order, each with a colour that stays the same in every figure.
 COMBINATION_COLOURS = {
@@ -15,7 +15,6 @@ COMBINATION_COLOURS = {
     "lstm-none": "#595959", "lstm-track": "#17becf", "lstm-rl2": "#bcbd22", "lstm-meta": "#ff7f0e",
 }
 BODY_COLOURS = {"ant": "#2ca02c", "bug": "#9467bd", "spider": "#8c564b"}
-STRATEGY_COLOURS = {"none": "#7f7f7f", "track": "#1f77b4", "rl2": "#bcbd22", "meta": "#d62728"}
 #: Resolution of every figure (dots per inch): legible on screen, each PNG well under 200 KB.
 DPI = 110
 #: Two-sided 95% normal quantile.

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+#: One colour per adaptation strategy, the same in every figure.
+STRATEGY_COLOURS = {"none": "#7f7f7f", "track": "#1f77b4", "rl2": "#bcbd22", "meta": "#d62728"}
+
 
 def _pyplot():
     import matplotlib
@@ -113,8 +116,6 @@ def locomotion_adaptation(results: list[dict], path: str | Path, pairs=("back", 
     lines = list(dict.fromkeys((r["agent"], r["strategy"]) for r in results))
     colours = {key: plt.get_cmap("tab10")(i % 10) for i, key in enumerate(lines)}
     if len({s for _, s in lines}) == len(lines):  # one line per strategy: the report's strategy colours
-        from sumo_cli.report.figures import STRATEGY_COLOURS
-
         colours = {key: STRATEGY_COLOURS.get(key[1], colours[key]) for key in lines}
     for ax, pair in zip(axes, pairs):
         for r in (r for r in results if r["pair"] == pair):

@@ -1,7 +1,7 @@
 """Nonstationary locomotion (paper Sec. 4.1): the six-legged Bug on flat ground, one pair of legs
 losing its strength over 7 consecutive episodes. Batched: N independent envs, one ``MjData`` each,
 stepped on native threads (``mj_step`` releases the GIL), arrays in and out, implementing the
-:class:`~sumo_cli.learn.vec_env.VecEnv` protocol.
+:class:`~sumo_cli.sim.vec_env.VecEnv` protocol.
 
 The scene: a plane (world z = 0) and one Bug (``bodies.body_spec("bug")``, MJCF from
 ``bodies.agent_xml``, prefix ``bug/``); no tatami, no borders. 0.01 s physics step, ``FRAME_SKIP`` = 5
@@ -57,7 +57,7 @@ from itertools import combinations
 import mujoco
 import numpy as np
 
-from sumo_cli.learn.vec_env import StepOut
+from sumo_cli.sim.vec_env import StepOut
 
 from .arena import ARENA_FRICTION, FRAME_SKIP, TIMESTEP
 from .bodies import BodySpec, agent_xml, body_spec

@@ -50,6 +50,11 @@ def agent_names(session: Session) -> list[str]:
     return list(session.scalars(select(Agent.name).order_by(Agent.name)))
 
 
+def agents_with_versions(session: Session) -> list[tuple[Agent, list[int]]]:
+    """Every agent, by name, with the numbers of its versions."""
+    return [(a, [v.version for v in a.versions]) for a in session.scalars(select(Agent).order_by(Agent.name))]
+
+
 def create_agent(
     session: Session, name: str, body: str, arch: str, strategy: str, provenance: str, origin: dict
 ) -> Agent:
