@@ -36,7 +36,7 @@ def parse_rule(text: str) -> tuple[str, int | None]:
 def play(a, bs, rounds: int, seed: int, rule: tuple[str, int | None]) -> list[float]:
     """Per round of one game played with ``rule``: 1 where A won the round, else 0."""
     from sumo_cli.compete.game import GameSettings, play_game
-    from sumo_cli.learn import meta_execution
+    from sumo_cli.adapt import meta_execution
 
     kind, size = rule
     a = dataclasses.replace(a, strategy="none" if kind == "none" else "meta")
@@ -77,7 +77,7 @@ def main() -> None:
 
     from sumo_cli.compete.experiment import opponent_versions, stored_versions
     from sumo_cli.compete.game import AgentData
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
     from sumo_cli.store.database import open_database
 
     torch.set_num_threads(1)

@@ -31,7 +31,7 @@ def _iterations(n: int = 50) -> list[dict]:
 
 def _meta_run(tmp_path: Path) -> int:
     """A finished meta training run of 50 meta-updates, written through the store."""
-    from sumo_cli.store import games
+    from sumo_cli.store import runs as games
     from sumo_cli.store.database import open_database
     from sumo_cli.store.models import Iteration
 
@@ -91,7 +91,7 @@ def test_runs_show_lists_and_draws_the_heldout_gain(cli, tmp_path):
 
 
 def test_a_run_without_heldout_measurements_shows_no_curve(cli, tmp_path):
-    from sumo_cli.store import games
+    from sumo_cli.store import runs as games
     from sumo_cli.store.database import open_database
     from sumo_cli.store.models import Iteration
 

@@ -44,7 +44,7 @@ def policies(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
     """``ant-mlp`` (version 7) and ``sparring-ant`` with versions 8, 16, 24, 32, 40 (fresh Ant MLPs)."""
     import torch
 
-    from sumo_cli import shipped
+    from sumo_cli.store import shipped
     from sumo_cli.nets import policy as P
     from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
     from sumo_cli.nets.normalizer import new_stats

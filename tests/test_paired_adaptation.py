@@ -51,7 +51,8 @@ def _generated_db(path: Path, gain: float) -> str:
     two opponents, generated without simulation."""
     from test_report import _game
 
-    from sumo_cli.store import games as SG
+    from sumo_cli.store import matches as SM
+    from sumo_cli.store import runs as SG
     from sumo_cli.store import registry
     from sumo_cli.store.database import open_database
 
@@ -72,7 +73,7 @@ def _generated_db(path: Path, gain: float) -> str:
         for g in layout(cfg):
             adapted = cfg["agents"][g["a"]]["strategy"] == "meta"
             opp = cfg["opponents"][g["b"]]["agent"]
-            SG.record_game(s, _game(rng, gain if adapted else 0.0, 0.0, cfg["rounds"], 3, (0.1 if adapted else -0.1) * np.sign(gain)), vids["ant-lstm-meta"], vids[opp],
+            SM.record_game(s, _game(rng, gain if adapted else 0.0, 0.0, cfg["rounds"], 3, (0.1 if adapted else -0.1) * np.sign(gain)), vids["ant-lstm-meta"], vids[opp],
                            code_version="test", mujoco_version="test", run_id=run, run_index=g["index"])
         SG.set_run_status(s, run, "finished", done=len(layout(cfg)))
     db.dispose()
@@ -108,7 +109,7 @@ def test_experiment_adaptation_plays_the_unadapted_twin_on_the_same_seeds(cli, t
 
     import torch
 
-    from sumo_cli import shipped
+    from sumo_cli.store import shipped
     from sumo_cli.nets import policy as P
     from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
     from sumo_cli.nets.normalizer import new_stats

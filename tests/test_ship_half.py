@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sumo_cli import shipped
+from sumo_cli.store import shipped
 from sumo_cli.errors import UserError
 from sumo_cli.nets import normalizer as N
 from sumo_cli.nets import policy as P
@@ -124,7 +124,7 @@ def test_the_script_ships_a_consecutive_range_in_half_precision(trained, tmp_pat
     monkeypatch.setenv("SUMO_POLICIES", str(to))
     db = Database(f"sqlite:///{tmp_path / 'user.sqlite'}")
     assert shipped.register_shipped(db) == ["bug-lstm-2"]
-    from sumo_cli.library import load_agent
+    from sumo_cli.store.library import load_agent
 
     agent = load_agent(db, "bug-lstm-2@3")
     assert agent.version == 3 and all(t.dtype == torch.float32 for t in agent.params.values())

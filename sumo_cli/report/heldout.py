@@ -1,7 +1,7 @@
 """The held-out gain of a meta run over its meta-updates (`sumo runs show RUN` of a meta run).
 
 A meta run measures, on the first and every tenth meta-update (``measures_heldout`` of
-:mod:`sumo_cli.learn.meta_selfplay`), the return of theta after its meta-update's adaptation (phi)
+:mod:`sumo_cli.selfplay.meta_selfplay`), the return of theta after its meta-update's adaptation (phi)
 and without it, on the next versions of the opponents it adapted to (held out: never trained on);
 the gain is adapted minus unadapted per episode, with its 95% t-interval over the meta-batch's tasks
 (``heldout_gain``, ``heldout_gain_ci95``). :func:`heldout_curve` lists those measurements in order;
@@ -29,7 +29,7 @@ def _num(v) -> float | None:  # noqa: ANN001
 def heldout_curve(iterations: list[dict]) -> list[dict]:
     """``[{"iteration", "env_steps", "adapted", "unadapted", "gain", "ci95", "low", "high"}]``, one per
     meta-update that measured the held-out gain (``iterations``: the stored iterations of
-    :func:`sumo_cli.store.games.run_detail`). ``ci95`` is the half-width (None when not finite)."""
+    :func:`sumo_cli.store.runs.run_detail`). ``ci95`` is the half-width (None when not finite)."""
     out = []
     for it in iterations:
         m = it.get("metrics") or {}

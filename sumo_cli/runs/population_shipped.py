@@ -42,10 +42,7 @@ class ShippedStep:
 
 
 def _read_manifest() -> list:
-    try:  # the shipped policies' module: in store/ once the package is laid out in layers
-        from sumo_cli.store import shipped
-    except ImportError:
-        from sumo_cli import shipped
+    from sumo_cli.store import shipped
     return shipped.read_manifest()
 
 
