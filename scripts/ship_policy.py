@@ -102,7 +102,14 @@ def main(argv: list[str] | None = None) -> int:
             "config": run.config.get("train", {}), "notes": args.notes,
         }
         init_from = provenance["config"].get("init_from")
-        if init_from:  # the stage it was warm-started from, up to the version it started at
+        start = init_from.partition("@")[0] if init_from else None
+        if start and "run_id" not in (registry.get_agent(s, start).origin or {}):
+            # warm-started from a shipped agent: its provenance is the manifest's
+            shipped_from = {a.name: a for a in shipped.read_manifest()}[start]
+            prov = shipped_from.provenance
+            provenance["warm_start"] = {"version": init_from, "shipped": True, "command": prov.get("command"),
+                                        **{k: prov.get(k) for k in ("seed", "iterations", "env_steps", "wall_seconds")}}
+        elif init_from:  # the stage it was warm-started from, up to the version it started at
             name, _, version = init_from.partition("@")
             _, rows0, run0, its0 = _training(s, name)
             at = rows0[int(version)].iteration
