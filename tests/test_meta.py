@@ -594,7 +594,7 @@ def test_the_outer_learning_rate_follows_the_target_kl():
 def test_a_meta_player_is_executed_with_as_many_steps_as_it_learnt():
     """An agent meta-trained with another num_steps (MAML's one step, say) stores that many rows of
     step sizes; games execute it with that many learnt steps, the rest of the defaults unchanged."""
-    from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY, config_of
+    from sumo_cli.adapt.meta_execution import GAME_BUFFER_EPISODES, LOG_ALPHA_KEY, config_of, game_config
     from sumo_cli.adapt.strategies import Player
 
     spec = P.PolicySpec("mlp", obs_dim=3, act_dim=2, hidden=4)
@@ -603,6 +603,7 @@ def test_a_meta_player_is_executed_with_as_many_steps_as_it_learnt():
         la = ML.init_log_alpha(ML.MetaConfig(num_steps=m), model, (), torch.float32)
         player = Player("a", "meta", spec, _theta(spec, 0, torch.float32, False), {}, {LOG_ALPHA_KEY: la})
         cfg = config_of(player)
-        assert cfg.num_steps == m and cfg.replace(num_steps=ML.MetaConfig().num_steps) == ML.MetaConfig()
+        assert cfg.num_steps == m and cfg.replace(num_steps=ML.MetaConfig().num_steps) == game_config()
+        assert cfg.execution == "paper" and cfg.buffer_episodes == GAME_BUFFER_EPISODES
     paper = Player("b", "meta", spec, _theta(spec, 0, torch.float32, False), {}, {LOG_ALPHA_KEY: torch.zeros(3)})
     assert config_of(paper) == ML.MetaConfig.paper()

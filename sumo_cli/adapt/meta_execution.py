@@ -1,12 +1,13 @@
 """The meta strategy in games: Algorithm 2 through the strategy interface.
 
-A meta player acts with phi. By default (``MetaConfig.execution="continue"``) phi takes one learnt
-step after every round, from its current value on that round's episodes (meta/,
-ContinueAdapter). The paper's rule (``execution="paper"``, the setting agents trained before the
-per-tensor step sizes are played with): the round's episodes join an experience buffer (the last
-``MetaConfig.buffer_episodes``, 75 in RoboSumo), and phi is recomputed from theta* and alpha* on the
-whole buffer with importance weights pi_theta / pi_behaviour (ExecutionAdapter, which also reuses
-the first step's gradient at theta* for episodes already in the buffer). The adapter
+A meta player acts with phi. In games (:func:`game_config`) phi is recomputed after every round from
+theta* and alpha* by the learnt steps on the last :data:`GAME_BUFFER_EPISODES` episodes (the last two
+rounds), importance-weighted pi_theta / pi_behaviour (Algorithm 2, ``execution="paper"``, with a
+short buffer; ExecutionAdapter): the update a game applies is always the one meta-training trained,
+never an accumulation of it. ``MetaConfig.execution="continue"`` (one learnt step per round from the
+current parameters; ContinueAdapter) was the game default before: it drifts, after 100 rounds phi
+is 100 untrained steps away from theta. Agents whose step sizes are one per step (trained before the
+per-tensor step sizes) are played with the paper's full settings (a 75-episode buffer). The adapter
 lives in ``player.scratch`` for one game and is forgotten by ``start_game``.
 """
 
@@ -41,8 +42,22 @@ def experience_batch(player: Player, exp: Experience, cfg: MetaConfig):  # noqa:
     )
 
 
+#: Episodes the game rule adapts on: the last two rounds of 3 bouts. Measured with
+#: benchmarks/meta_execution_probe.py (paired games, same seeds, rounds won adapted minus unadapted;
+#: docs/lab-record.md, 2026-12-03): bug-meta against the learning opponent learn-ant-lstm over 100
+#: rounds, 4 seeds: this rule +0.2 +- 6.8 points, "continue" -4.8 +- 9.7 (3 of 4 games below); ant-meta
+#: against bug-lstm over 50 rounds, 8 seeds: +2.0 and +2.5, both within their intervals of 0.
+GAME_BUFFER_EPISODES = 6
+
+
+def game_config(num_steps: int | None = None) -> MetaConfig:
+    """The execution rule of a meta player in games (module docstring)."""
+    base = MetaConfig() if num_steps is None else MetaConfig(num_steps=num_steps)
+    return base.replace(execution="paper", buffer_episodes=GAME_BUFFER_EPISODES)
+
+
 def config_of(player: Player, cfg: MetaConfig | None = None) -> MetaConfig:
-    """The adaptation settings of a meta player: ``cfg`` if given, else the defaults with as many
+    """The adaptation settings of a meta player: ``cfg`` if given, else the game rule with as many
     learnt steps as the agent stores step sizes for (agents trained with another ``num_steps``); an
     agent whose stored step sizes are one per step (trained before the defaults adapted per tensor)
     is executed with the paper's settings, which it was trained with."""
@@ -50,8 +65,8 @@ def config_of(player: Player, cfg: MetaConfig | None = None) -> MetaConfig:
         return cfg
     la = player.meta.get(LOG_ALPHA_KEY)
     if la is None:
-        return MetaConfig()
-    return MetaConfig.paper(num_steps=int(la.shape[0])) if la.dim() == 1 else MetaConfig(num_steps=int(la.shape[0]))
+        return game_config()
+    return MetaConfig.paper(num_steps=int(la.shape[0])) if la.dim() == 1 else game_config(int(la.shape[0]))
 
 
 def meta_update(players: list[Player], experiences: list[Experience], cfg: MetaConfig | None = None) -> None:

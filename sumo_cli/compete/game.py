@@ -67,14 +67,14 @@ class AgentData:
         """One line saying that this agent, played with ``meta`` (``NAME:meta``) though it learnt
         no step sizes (it was not meta-trained), adapts with the untrained ones; None otherwise.
         Such an agent is played, not refused, so any policy can adapt without a training run."""
-        from sumo_cli.meta import MetaConfig
-        from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY
+        from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY, game_config
 
         if self.strategy != "meta" or LOG_ALPHA_KEY in self.meta:
             return None
-        cfg = MetaConfig()
+        cfg = game_config()
         how = (f"one gradient step of size {cfg.alpha_init:g} after every round" if cfg.execution == "continue" else
-               f"{cfg.num_steps} gradient steps of size {cfg.alpha_init:g} from its trained parameters every round")
+               f"{cfg.num_steps} gradient steps of size {cfg.alpha_init:g} from its trained parameters on its last "
+               f"{cfg.buffer_episodes} episodes every round")
         return (f"{self.display} learnt no step sizes (it was trained as {self.trained_strategy or 'none'}), so it "
                 f"adapts with the untrained ones: {how}")
 
