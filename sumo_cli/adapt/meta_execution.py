@@ -46,7 +46,7 @@ def experience_batch(player: Player, exp: Experience, cfg: MetaConfig):  # noqa:
 #: benchmarks/meta_execution_probe.py (paired games, same seeds, rounds won adapted minus unadapted;
 #: docs/lab-record.md, 2026-12-03): bug-meta against the learning opponent learn-ant-lstm over 100
 #: rounds, 4 seeds: this rule +0.2 +- 6.8 points, "continue" -4.8 +- 9.7 (3 of 4 games below); ant-meta
-#: against bug-lstm over 50 rounds, 8 seeds: +2.0 and +2.5, both within their intervals of 0.
+#: against bug-lstm over 50 rounds, 8 seeds: +2.0 +- 6.9 and +2.5 +- 6.4 (docs/lab-record.md).
 GAME_BUFFER_EPISODES = 6
 
 
