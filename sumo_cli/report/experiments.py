@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 
 from sumo_cli import names
+from sumo_cli.compete.experiment import CALIBRATION_AGENTS, LEARNING_OPPONENTS
 from sumo_cli.report import evolution as EV
 from sumo_cli.report import locomotion as LO
 from sumo_cli.report import tournament as TO
@@ -27,8 +28,6 @@ QUICK_ADAPTATION = {"rounds": 4, "episodes": 1, "repeats": 3, "physics": "fast"}
 QUICK_SAMPLE = {"rounds": 4, "episodes": "1,3", "repeats": 2, "physics": "fast"}
 #: The quick calibration: one agent of each body, every cross-body pair this many times.
 QUICK_CALIBRATION = {"rounds": 3, "episodes": 1, "repeats": 2, "physics": "fast"}
-#: The paper's pre-trained learning opponents and calibration agents: an LSTM of each body.
-PAPER_OPPONENTS = ("ant-lstm", "bug-lstm", "spider-lstm")
 #: The quick Fig. 3 on a database without locomotion agents: toy ones (the paper's three strategies)
 #: trained for a few seconds each, named with this prefix so they never take the paper's names.
 QUICK_LOCOMOTION_TRAIN = {"iterations": 2, "envs": 2, "horizon": 20, "hidden": 16}
@@ -111,7 +110,8 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
                            lacking(names.all_combination_names())))
     focus, opponents, one_each = _focus(catalogue)
     everyone = ",".join(names.all_combination_names())
-    paper_opps = ",".join(PAPER_OPPONENTS)
+    paper_opps = ",".join(LEARNING_OPPONENTS)
+    calibration = ",".join(CALIBRATION_AGENTS)
     from sumo_cli.report import adaptation as AD
     from sumo_cli.report import calibration as CA
 
@@ -152,6 +152,6 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
                  + _tail(workers)) if len(one_each) >= 2 else None
         out.append(Missing("calibration", "Calibration of the bodies", CA.FINDING,
                            "no `sumo experiment calibration` run is stored",
-                           f"sumo experiment calibration --agents {paper_opps} --rounds 100 --episodes 3 --repeats 20 "
-                           "--seed 0" + _tail(workers), quick, lacking(PAPER_OPPONENTS)))
+                           f"sumo experiment calibration --agents {calibration} --rounds 100 --episodes 3 --repeats 20 "
+                           "--seed 0" + _tail(workers), quick, lacking(CALIBRATION_AGENTS)))
     return out
