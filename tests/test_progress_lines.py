@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sumo_cli.cli.progress_lines import ProgressLines
+from sumo_cli.runtime.progress_lines import ProgressLines
 
 TINY = ["--recipe", "paper", "--envs", "2", "--steps", "20", "--physics", "fast", "--epochs", "1", "--minibatches", "1",
         "--anneal", "2"]

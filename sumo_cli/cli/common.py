@@ -19,9 +19,9 @@ from typing import Any, Callable, Iterator
 import typer
 from rich.console import Console
 
-from sumo_cli.cli.limits import check_at_most
+from sumo_cli.compete.limits import check_at_most
 from sumo_cli.cli.markup import esc
-from sumo_cli.cli.preflight import check_policies_folder
+from sumo_cli.store.preflight import check_policies_folder
 from sumo_cli.errors import UserError
 from sumo_cli.runtime import interrupts
 
@@ -252,3 +252,12 @@ def chosen_population(db, agents: str | None, bodies: str | None, kinds: str | N
 
         slots = load_plan(plan).members()
     return pop.paper_population(db, bodies.split(",") if bodies else None, kinds.split(",") if kinds else None, slots)
+
+
+def log_lines(what: str, total: int, done: int, json_out: bool):  # noqa: ANN201 - runtime.progress_lines.ProgressLines
+    """Plain progress lines on the stderr console, enabled when it is not a terminal and there is no
+    ``--json``."""
+    from sumo_cli.runtime.progress_lines import ProgressLines
+
+    return ProgressLines(what, total, done, lambda line: err_console.print(line, highlight=False, soft_wrap=True),
+                         enabled=not json_out and not err_console.is_terminal)

@@ -72,7 +72,7 @@ def sumo_curve(
     and loss rates, and how fast it closes in on the opponent, against the env steps it trained."""
     from sumo_cli.errors import UserError
 
-    from sumo_cli.cli.limits import check_at_most
+    from sumo_cli.compete.limits import check_at_most
 
     check_at_most(rounds or 1, "--rounds")
     if bouts < 1:
@@ -109,7 +109,7 @@ def sumo_curve(
     opp_data = {o: (fixed[o] if o in fixed else AgentData.from_loaded(library.load_agent(db, o))) for o in opponents}
     name = library.load_agent(db, agent).name
     rows = []
-    from sumo_cli.cli.progress_lines import log_lines
+    from sumo_cli.cli.common import log_lines
 
     lines = log_lines("points", len(chosen) * len(opponents), 0, json_out)
     with err_console.status("playing bouts") as status:

@@ -35,7 +35,7 @@ def progress_view(generations: int, matches: int, done: int, quiet: bool, estima
     that move it. The estimate's own lines go above the bar (and into logs, where there is no bar)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from sumo_cli.cli.progress_lines import log_lines
+    from sumo_cli.cli.common import log_lines
 
     lines = log_lines("games", generations * matches, done, quiet)
     progress = Progress(TextColumn("generation {task.fields[generation]}/" + str(generations)),

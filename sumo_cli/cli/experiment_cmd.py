@@ -164,7 +164,7 @@ def _game_experiment(ctx, kind, agents, opponents, rounds, episodes, repeats, ph
     if resume is None:
         if not agents:
             raise UserError("name the players with --agents, e.g. --agents ant-lstm,ant-lstm:track")
-        from sumo_cli.cli.limits import check_at_most
+        from sumo_cli.compete.limits import check_at_most
 
         for value, what in ((rounds, "--rounds"), (repeats, "--repeats"), *((e, "--episodes") for e in episodes)):
             check_at_most(value, what)

@@ -8,7 +8,7 @@ import typer
 
 from sumo_cli.cli.common import check_output, err_console, friendly, open_db, print_json
 from sumo_cli.cli.markup import esc
-from sumo_cli.cli.wording import draw_text
+from sumo_cli.compete.wording import draw_text
 
 matches_app = typer.Typer(help="List stored games, or show one with its rounds.", invoke_without_command=True)
 

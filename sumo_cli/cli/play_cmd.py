@@ -122,7 +122,7 @@ def _print_summary(result: dict, s: dict, match_id: int) -> None:
     from rich.table import Table
 
     from sumo_cli.cli.markup import esc
-    from sumo_cli.cli.wording import draw_text
+    from sumo_cli.compete.wording import draw_text
 
     played = s["rounds_won_a"] + s["rounds_drawn"] + s["rounds_won_b"]
     verdict = esc({"a": f"{result['a']} wins", "b": f"{result['b']} wins", "draw": draw_text(played)}[s["outcome"]])

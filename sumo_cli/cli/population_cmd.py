@@ -14,7 +14,7 @@ from sumo_cli.cli.common import (
 )
 from sumo_cli.cli.markup import esc
 from sumo_cli.cli.population_support import check_steps, own_log_dir
-from sumo_cli.cli.wording import count
+from sumo_cli.compete.wording import count
 
 app = typer.Typer(help="Train the paper's population from a plan, or your own; show where it stands.",
                   no_args_is_help=True)
@@ -98,7 +98,7 @@ def train(
     from rich.live import Live
 
     from sumo_cli.runs import population_runner as PR
-    from sumo_cli.cli.progress_lines import EVERY_S
+    from sumo_cli.runtime.progress_lines import EVERY_S
     from sumo_cli.store.registry import checkpoint_root
 
     db = open_db(ctx)

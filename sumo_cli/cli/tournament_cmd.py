@@ -119,7 +119,7 @@ def tournament(
     estimate = RunEstimate((len(runner.schedule) - done) * runner.config["game"]["rounds"], executor.workers,
                            say=(lambda line: None) if json_out else (lambda line: progress.console.print(line, highlight=False)))
     last_print = {"n": 0}
-    from sumo_cli.cli.progress_lines import log_lines
+    from sumo_cli.cli.common import log_lines
 
     lines = log_lines("games", len(runner.schedule), done, json_out)
 

@@ -12,7 +12,7 @@ from sumo_cli.cli.common import (
     err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resolve_workers, resume_command,
 )
 from sumo_cli.cli.markup import esc
-from sumo_cli.cli.wording import count
+from sumo_cli.compete.wording import count
 
 # Options that define a run; with --resume the stored values are used and these must be left out.
 _RUN_OPTIONS = {
@@ -92,7 +92,7 @@ def _training_view(total: int, done: int, json_out: bool, shown: str, fields):  
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from sumo_cli.runtime.estimate import duration
-    from sumo_cli.cli.progress_lines import log_lines
+    from sumo_cli.cli.common import log_lines
 
     progress = Progress(
         TextColumn("iteration"), MofNCompleteColumn(), BarColumn(),

@@ -59,11 +59,3 @@ class ProgressLines:
         self.say(f"{self.what} {done}/{self.total}{share}{extra}, {duration(now - self.started)} so far, "
                  f"{eta} left")
 
-
-def log_lines(what: str, total: int, done: int, json_out: bool) -> ProgressLines:
-    """:class:`ProgressLines` on the stderr console, enabled when it is not a terminal and there is
-    no ``--json``."""
-    from sumo_cli.cli.common import err_console
-
-    return ProgressLines(what, total, done, lambda line: err_console.print(line, highlight=False, soft_wrap=True),
-                         enabled=not json_out and not err_console.is_terminal)
