@@ -222,6 +222,26 @@ def test_alpha_init_sets_where_the_step_sizes_start(cli, tmp_path):
     assert code == 2 and "alpha-init must be positive" in err
 
 
+def test_alpha_init_body_starts_the_tensors_below_the_heads_smaller(cli, tmp_path):
+    from safetensors.torch import load_file
+
+    from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY
+    from sumo_cli.nets import policy as P
+    from sumo_cli.selfplay.meta_selfplay import is_head
+
+    _pretrain(cli)
+    code, _, err = cli("train", *META, "--iterations", "1", "--alpha-init", "0.05", "--alpha-init-body", "0.001")
+    assert code == 0, err
+    la = load_file(str(tmp_path / "db" / "sumo-checkpoints" / "ant-mlp-meta" / "v00000.safetensors"))[LOG_ALPHA_KEY]
+    keys = list(P.param_shapes(_agent(tmp_path, "ant-mlp-meta").spec))
+    heads = [is_head(k) for k in keys]
+    assert la.shape[1] == len(keys) and 0 < sum(heads) < len(keys)
+    for i, head in enumerate(heads):
+        assert torch.allclose(la[:, i], torch.full_like(la[:, i], math.log(0.05 if head else 0.001)))
+    code, _, err = cli("train", "--body", "ant", "--alpha-init-body", "0.05", *TINY)
+    assert code == 2 and "--alpha-init-body only applies to --strategy meta" in err
+
+
 def test_the_heldout_summary_is_a_t_interval_over_the_measurements():
     """Mean and 95% t-interval of the measured gains (iterations without a measurement left out),
     the measurements whose own interval lies above or below 0, and the step sizes at both ends."""

@@ -173,6 +173,22 @@ def meta_config(spec: P.PolicySpec, cfg: SP.TrainConfig) -> ML.MetaConfig:
                          bptt_chunk=ppo.bptt_len if spec.recurrent else None)
 
 
+def is_head(key: str) -> bool:
+    """The tensors of the output layers (policy mean, value) and the action log std."""
+    return key == "logstd" or key.endswith("out/w") or key.endswith("out/b")
+
+
+def body_log_alpha(log_alpha: Tensor, keys: list[str], alpha_body: float) -> Tensor:
+    """``log_alpha`` (M, n_tensors) with the columns of the tensors below the heads set to log(alpha_body)."""
+    if log_alpha.dim() != 2 or log_alpha.shape[1] != len(keys):
+        raise ValueError("a step size for the tensors below the heads needs one step size per tensor (alpha_per='tensor')")
+    out = log_alpha.clone()
+    for i, key in enumerate(keys):
+        if not is_head(key):
+            out[:, i] = math.log(alpha_body)
+    return out
+
+
 def version_pairs(stored: list[int], k: int, self_play: bool) -> list[tuple[int, int]]:
     """(v, v+1) pairs among an opponent's versions, versions >= 1 preferred; an opponent with no
     such pair: (v, v) for each version. A stored (pre-trained) agent offers all its stored versions
@@ -212,6 +228,9 @@ class MetaSelfPlayLearner:
         with torch.no_grad():
             theta["logstd"].fill_(cfg.init_logstd)
         self.learner = ML.MetaLearner(spec, {k: v.detach() for k, v in theta.items()}, self.meta_cfg)
+        if cfg.alpha_init_body is not None:
+            with torch.no_grad():
+                self.learner.log_alpha.copy_(body_log_alpha(self.learner.log_alpha, list(theta), cfg.alpha_init_body))
         self.obs_stats = nz.new_stats(spec.obs_dim)
 
     # ------------------------------------------------------------------ one iteration

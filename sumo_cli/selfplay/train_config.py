@@ -101,6 +101,10 @@ class TrainConfig(StoredConfig):
     # navigation from fresh weights). A warm-started learner (--init-from) is already a good policy that one
     # noisy step of 0.5 per unit-variance advantage can only spoil: from ant-mlp@588 its held-out return
     # fell after adaptation from the first iteration on (README: Results, meta-learning on RoboSumo)
+    alpha_init_body: float | None = None  # the start of the step sizes of the tensors below the output layers
+    # (None: alpha_init, every tensor alike). A small value adapts mostly the heads (the policy's and the value
+    # function's output layers and the log std): the "adapt a small part of the policy" candidate of issue 47,
+    # with every step size still learnt, so meta-training can move the body's too
     # --- snapshots and evaluation ----------------------------------------------------------------
     snapshot_every: int = 1  # the paper snapshots every iteration
     eval_every: int = 0  # evaluate vs a motionless opponent under faithful conditions (0: never)
@@ -166,6 +170,8 @@ class TrainConfig(StoredConfig):
             bad.append("teacher-coef and teacher-iterations must not be negative")
         if self.alpha_init <= 0:
             bad.append(f"alpha-init must be positive, got {self.alpha_init}")
+        if self.alpha_init_body is not None and self.alpha_init_body <= 0:
+            bad.append(f"alpha-init-body must be positive, got {self.alpha_init_body}")
         if self.n_envs < self.rollout_shards:
             bad.append(f"n-envs ({self.n_envs}) must be at least the number of rollout shards ({self.rollout_shards})")
         return bad
