@@ -244,21 +244,18 @@ def train(
     else:
         if body is None:
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
-        from sumo_cli.selfplay.recipes import default_recipe, recipe_values
+        from sumo_cli.selfplay.new_run import new_run_config
 
-        kw = recipe_values((recipe or default_recipe(strategy)).strip().lower(), body.strip().lower())  # known: _check_names
-        kw.update({_FIELDS.get(k, k): v for k, v in given.items() if k not in ("name", "opponents", "env", "recipe")})
-        kw["body"] = body.strip().lower()
-        kw["arch"] = (arch or "lstm").strip().lower()
-        kw["strategy"] = (strategy or "none").strip().lower()
+        fields = {_FIELDS.get(k, k): v for k, v in given.items()
+                  if k not in ("name", "opponents", "env", "recipe", "body", "arch", "strategy")}
         for option in ("alpha_init", "alpha_init_body"):
-            if option in given and kw["strategy"] != "meta":
+            if option in given and (strategy or "none").strip().lower() != "meta":
                 raise UserError(f"{_RUN_OPTIONS[option]} only applies to --strategy meta")
         if opponents is not None:
-            kw["opponents"] = [o.strip() for o in opponents.split(",") if o.strip()]
-            if not kw["opponents"]:
+            fields["opponents"] = [o.strip() for o in opponents.split(",") if o.strip()]
+            if not fields["opponents"]:
                 raise UserError("--opponents is empty; give agent names, or self for self-play")
-        cfg = TrainConfig(**kw)
+        cfg = new_run_config(fields, body=body, arch=arch, strategy=strategy, recipe=recipe)  # names known: _check_names
         bad = cfg.check()
         if bad:
             raise UserError(bad[0])

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sumo_cli import names
 from sumo_cli.errors import UserError
+from sumo_cli.selfplay.new_run import run_identity
 
 FORMAT = "sumo-population-plan"
 FORMAT_VERSION = 1
@@ -27,8 +28,6 @@ FORMAT_VERSION = 1
 RESERVED = ("--name", "--db", "--resume", "-j", "--workers", "--address", "--json", "--env")
 #: Options whose values name agents (so steps): their dependencies.
 AGENT_OPTIONS = ("--init-from", "--teacher", "--opponents")
-#: Defaults of ``sumo train`` that decide a step's combination when its options leave them out.
-_DEFAULT_ARCH = "lstm"
 
 
 def default_plan_path() -> Path:
@@ -64,13 +63,13 @@ class Step:
                 value = tok.split("=", 1)[1]
         return value
 
-    def iterations(self, recipe_iterations: int | None = None) -> int | None:
-        """The planned iterations: the step's --iterations (or -n), else its recipe's."""
+    def iterations(self) -> int | None:
+        """The step's --iterations (or -n), None when it leaves them to its recipe."""
         for flag in ("--iterations", "-n"):
             v = self.option(flag)
             if v is not None:
                 return int(v)
-        return recipe_iterations
+        return None
 
 
 @dataclass
@@ -111,9 +110,7 @@ def _combination(train: tuple[str, ...], where: str) -> tuple[str, str, str]:
     body = (probe.option("--body") or "").strip().lower()
     if body not in names.BODIES:
         raise UserError(f"{where}: --body must be one of {', '.join(names.BODIES)}")
-    strategy = (probe.option("--strategy") or "none").strip().lower()
-    arch = "lstm" if strategy == "rl2" else (probe.option("--arch") or _DEFAULT_ARCH).strip().lower()
-    return body, arch, strategy
+    return run_identity(body, probe.option("--arch"), probe.option("--strategy"))
 
 
 def parse_plan(text: str, path: Path) -> Plan:

@@ -26,6 +26,7 @@ from sumo_cli.runs.population_plan import Plan, Step
 from sumo_cli.store import ownership
 from sumo_cli.store import registry
 from sumo_cli.runs import population_shipped as PS
+from sumo_cli.selfplay.new_run import new_run_config
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Run
 from sumo_cli.store.runs import iteration_totals, live_holder
@@ -58,15 +59,13 @@ class StepState:
         return self.seconds / (self.done - self.shipped) if self.done > self.shipped else None
 
 
-def _recipe_iterations(step: Step) -> int:
-    from sumo_cli.selfplay.recipes import default_recipe, recipe_values
-
-    values = recipe_values(step.option("--recipe") or default_recipe(step.strategy), step.body)
-    return int(values.get("iterations", 100))
-
-
 def planned_iterations(step: Step) -> int:
-    return step.iterations(_recipe_iterations(step)) if step.trains else 0
+    """The iterations a training step's `sumo train` child runs (its --iterations, else its recipe's)."""
+    if not step.trains:
+        return 0
+    given = step.iterations()
+    return new_run_config({} if given is None else {"iterations": given}, body=step.body, arch=step.arch,
+                          strategy=step.strategy, recipe=step.option("--recipe")).iterations
 
 
 def step_states(db: Database, plan: Plan) -> list[StepState]:
