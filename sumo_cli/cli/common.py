@@ -87,8 +87,11 @@ def workers_option(what: str):  # noqa: ANN201 - a typer OptionInfo
     """``-j/--workers`` with one meaning and one default in every command: how many processes (or,
     where the work runs in this process, physics threads) do the command's independent work at
     once; results never depend on it. Default: all cores, or ``SUMO_WORKERS``."""
-    return typer.Option(None, "-j", "--workers", envvar="SUMO_WORKERS",
-                        help=f"{what} at once; results do not depend on it (default: all cores, or SUMO_WORKERS).")
+    return typer.Option(None, "-j", "--workers", envvar="SUMO_WORKERS", help=workers_help(what))
+
+
+def workers_help(what: str) -> str:
+    return f"{what} at once; results do not depend on it (default: all cores, or SUMO_WORKERS)."
 
 
 def resolve_workers(workers: int | None, useful: int | None = None) -> int:

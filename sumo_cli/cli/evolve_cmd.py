@@ -9,7 +9,10 @@ import typer
 
 from sumo_cli.cli.common import (
     check_output, chosen_population, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
-    starting_run, tell_default_step_sizes, workers_option,
+    starting_run, tell_default_step_sizes,
+)
+from sumo_cli.cli.options import (
+    Address, Bodies, Episodes, GameWorkers, Kinds, Members, Physics, Plan, Resume, Rounds, ScheduleSeed,
 )
 from sumo_cli.runtime.estimate import RunEstimate
 from sumo_cli.vocabulary import check_physics
@@ -65,18 +68,17 @@ def evolve(
     generations: int = typer.Option(10, "--generations", help="Generations (paper: 10)."),
     copies: int = typer.Option(10, "--copies", help="Copies of each agent at the start (paper: 10, so 1050 members)."),
     matches: int = typer.Option(1000, "--matches", help="Games per generation (paper: 1000)."),
-    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated base population instead of the paper's 105 "
-                                          "(NAME[@V][:STRATEGY], e.g. ant-lstm:meta,bug-lstm:track)."),
-    bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies."),
-    kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
-    plan: Optional[Path] = typer.Option(None, "--plan", help="The population a plan trained (sumo population train --plan FILE) instead of the shipped one."),
-    rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100)."),
-    episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
-    physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every schedule and game."),
-    workers: Optional[int] = workers_option("Games played"),
-    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
-    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted evolution run."),
+    agents: Members = None,
+    bodies: Bodies = None,
+    kinds: Kinds = None,
+    plan: Plan = None,
+    rounds: Rounds = 100,
+    episodes: Episodes = 3,
+    physics: Physics = "faithful",
+    seed: ScheduleSeed = 0,
+    workers: GameWorkers = None,
+    address: Address = None,
+    resume: Resume = None,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the stacked-area share plot (PNG)."),
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the shares of every generation (by body, arch, strategy and kind) to this CSV file."),
     by: str = typer.Option("kind", "--by", help="Grouping of the table and plot: body, arch, strategy or kind."),

@@ -3,20 +3,18 @@ calibration table as stored, resumable runs of iterated games (`sumo report` dra
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
 from sumo_cli.cli.common import (
-    err_console, first_interrupt_only, friendly, open_db, print_json, resume_command, starting_run, workers_option,
+    err_console, first_interrupt_only, friendly, open_db, print_json, resume_command, starting_run,
 )
+from sumo_cli.cli.options import Address, Episodes, GameSeed, GameWorkers, Physics, Resume, Rounds
+from sumo_cli.compete.paper_defaults import CALIBRATION_AGENTS, LEARNING_OPPONENTS, PAPER_EPISODES
 from sumo_cli.vocabulary import check_physics
 
 app = typer.Typer(help="The paper's game experiments as stored runs (drawn by `sumo report`).", no_args_is_help=True)
-
-#: The paper's three learning opponents: a pre-trained LSTM of each body.
-PAPER_OPPONENTS = "ant-lstm,bug-lstm,spider-lstm"
-
 
 def _split(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
@@ -78,27 +76,30 @@ def _execute(ctx: typer.Context, kind: str, build, resume: Optional[int], seed: 
     err_console.print(f"{kind} run {run_id} finished: {total} games; `sumo report` draws it", highlight=False)
 
 
-_AGENTS_HELP = ("Comma-separated players, NAME[@V][:STRATEGY]; :track plays a policy with tracking, :none "
-                "without adaptation (e.g. ant-lstm,ant-lstm:track,ant-lstm-meta).")
-_OPP_HELP = ("Comma-separated learning opponents (their stored versions are what they learn through; "
-             f"paper: {PAPER_OPPONENTS}).")
+Players = Annotated[Optional[str], typer.Option(
+    "--agents", help="Comma-separated players, NAME[@V][:STRATEGY]; :track plays a policy with tracking, :none "
+    "without adaptation (e.g. ant-lstm,ant-lstm:track,ant-lstm-meta).")]
+Opponents = Annotated[str, typer.Option(
+    "--opponents", help="Comma-separated learning opponents (their stored versions are what they learn through).")]
+RunIdJson = Annotated[bool, typer.Option("--json", help="Print the run id as JSON.")]
+DEFAULT_OPPONENTS = ",".join(LEARNING_OPPONENTS)
 
 
 @app.command("adaptation")
 @friendly
 def adaptation(
     ctx: typer.Context,
-    agents: Optional[str] = typer.Option(None, "--agents", help=_AGENTS_HELP),
-    opponents: str = typer.Option(PAPER_OPPONENTS, "--opponents", help=_OPP_HELP),
-    rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100)."),
-    episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
+    agents: Players = None,
+    opponents: Opponents = DEFAULT_OPPONENTS,
+    rounds: Rounds = 100,
+    episodes: Episodes = 3,
     repeats: int = typer.Option(100, "--repeats", help="Games per agent and opponent (paper: 100)."),
-    physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every game."),
-    workers: Optional[int] = workers_option("Parallel games"),
-    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
-    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
-    json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
+    physics: Physics = "faithful",
+    seed: GameSeed = 0,
+    workers: GameWorkers = None,
+    address: Address = None,
+    resume: Resume = None,
+    json_out: RunIdJson = False,
 ) -> None:
     """Fig. 5: each agent against each learning opponent (its version strides from 0.35 K to K over the game);
     each adaptive agent (track, meta) is paired with itself unadapted (NAME:none, added if not named), on the same seeds."""
@@ -110,18 +111,18 @@ def adaptation(
 @friendly
 def sample_complexity(
     ctx: typer.Context,
-    agents: Optional[str] = typer.Option(None, "--agents", help=_AGENTS_HELP),
-    opponents: str = typer.Option(PAPER_OPPONENTS, "--opponents", help=_OPP_HELP),
-    episodes: str = typer.Option(",".join(map(str, (3, 10, 25, 50, 75, 90))), "--episodes",
+    agents: Players = None,
+    opponents: Opponents = DEFAULT_OPPONENTS,
+    episodes: str = typer.Option(",".join(map(str, PAPER_EPISODES)), "--episodes",
                                  help="Comma-separated episodes per round to compare (paper: 3 to 90)."),
-    rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100; the last 25 are measured)."),
+    rounds: Rounds = 100,
     repeats: int = typer.Option(20, "--repeats", help="Games per agent, opponent and episodes setting (paper: 20)."),
-    physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every game."),
-    workers: Optional[int] = workers_option("Parallel games"),
-    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
-    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
-    json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
+    physics: Physics = "faithful",
+    seed: GameSeed = 0,
+    workers: GameWorkers = None,
+    address: Address = None,
+    resume: Resume = None,
+    json_out: RunIdJson = False,
 ) -> None:
     """Fig. 6: the adaptation experiment at several numbers of episodes per round (win rate over the last 25 rounds)."""
     from sumo_cli.errors import UserError
@@ -140,20 +141,20 @@ def sample_complexity(
 @friendly
 def calibration(
     ctx: typer.Context,
-    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated agents of at least two bodies, "
-                                         "trained alike (paper: an LSTM of each body by self-play); they play without adaptation."),
-    rounds: int = typer.Option(100, "--rounds", help="Rounds per game."),
-    episodes: int = typer.Option(3, "--episodes", help="Episodes per round."),
+    agents: str = typer.Option(",".join(CALIBRATION_AGENTS), "--agents", help="Comma-separated agents of at least two "
+                               "bodies, trained alike (paper: an LSTM of each body by self-play); they play without adaptation."),
+    rounds: Rounds = 100,
+    episodes: Episodes = 3,
     repeats: int = typer.Option(20, "--repeats", help="Games per pair of agents."),
-    physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every game."),
-    workers: Optional[int] = workers_option("Parallel games"),
-    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
-    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted run."),
-    json_out: bool = typer.Option(False, "--json", help="Print the run id as JSON."),
+    physics: Physics = "faithful",
+    seed: GameSeed = 0,
+    workers: GameWorkers = None,
+    address: Address = None,
+    resume: Resume = None,
+    json_out: RunIdJson = False,
 ) -> None:
     """Calibration: agents of different bodies play each other without adaptation (cross-body win rates, densities)."""
-    _game_experiment(ctx, "calibration", agents or PAPER_OPPONENTS, None, rounds, [episodes], repeats, physics, seed,
+    _game_experiment(ctx, "calibration", agents, None, rounds, [episodes], repeats, physics, seed,
                      workers, address, resume, json_out)
 
 

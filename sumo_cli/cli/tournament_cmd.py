@@ -9,7 +9,10 @@ import typer
 
 from sumo_cli.cli.common import (
     check_output, chosen_population, err_console, first_interrupt_only, friendly, open_db, print_json, require_positive, resume_command,
-    starting_run, tell_default_step_sizes, workers_option,
+    starting_run, tell_default_step_sizes,
+)
+from sumo_cli.cli.options import (
+    Address, Bodies, Episodes, GameWorkers, Kinds, Members, Physics, Plan, Resume, Rounds, ScheduleSeed,
 )
 from sumo_cli.vocabulary import check_physics
 
@@ -33,22 +36,21 @@ def tournament(
     population: Optional[int] = typer.Option(
         None, "--population", help="Population size: 105 = 3 bodies x 7 combinations x 5 stages (the default); fewer take a seeded sample."
     ),
-    agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated agents to use instead, e.g. zoo-ant-lstm-v3,ant-meta@5,ant-lstm:track "
-                                          "(NAME[@V][:STRATEGY]: :none, :track or :meta plays a policy with another strategy)."),
-    bodies: Optional[str] = typer.Option(None, "--bodies", help="Only these bodies (comma-separated)."),
-    kinds: Optional[str] = typer.Option(None, "--kinds", help="Only these combinations, e.g. lstm-meta,mlp-none."),
-    plan: Optional[Path] = typer.Option(None, "--plan", help="The population a plan trained (sumo population train --plan FILE) instead of the shipped one."),
+    agents: Members = None,
+    bodies: Bodies = None,
+    kinds: Kinds = None,
+    plan: Plan = None,
     matches: int = typer.Option(1000, "--matches", help="Random pairs to play (paper: 1000)."),
-    rounds: int = typer.Option(100, "--rounds", help="Rounds per game (paper: 100)."),
-    episodes: int = typer.Option(3, "--episodes", help="Episodes per round (paper: 3)."),
-    physics: str = typer.Option("faithful", "--physics", help="faithful or fast."),
+    rounds: Rounds = 100,
+    episodes: Episodes = 3,
+    physics: Physics = "faithful",
     draw_probability: Optional[float] = typer.Option(
         None, "--draw-probability", help="TrueSkill's draw chance between equal agents (default: derived from the game rules)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the schedule and of every game."),
-    workers: Optional[int] = workers_option("Games played"),
-    address: Optional[str] = typer.Option(None, "--address", envvar="RAY_ADDRESS", help="Ray cluster address."),
-    resume: Optional[int] = typer.Option(None, "--resume", help="Continue an interrupted tournament run."),
+    seed: ScheduleSeed = 0,
+    workers: GameWorkers = None,
+    address: Address = None,
+    resume: Resume = None,
     every: int = typer.Option(100, "--leaderboard-every", help="Print the leaderboard every this many rated games."),
     heatmap: Optional[Path] = typer.Option(None, "--heatmap", help="Write the win-probability heatmap of the top agents (PNG)."),
     top: int = typer.Option(20, "--top", help="Agents in the printed leaderboard and the heatmap."),

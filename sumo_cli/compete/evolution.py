@@ -30,7 +30,6 @@ from sumo_cli.store import ownership
 from sumo_cli.store import matches as store_matches
 from sumo_cli.store import runs as store_runs
 from sumo_cli.store.database import Database
-from sumo_cli.store.models import Member as MemberRow
 
 
 def evolution_config(members: list[Member], copies: int, generations: int, matches: int, rounds: int, episodes: int,
@@ -67,8 +66,7 @@ class EvolutionRunner:
         with db.write() as s:
             run_id = store_runs.create_run(s, "evolution", config, seed, total, __version__)
             for slot in range(len(members) * config["copies"]):
-                s.add(MemberRow(run_id=run_id, generation=0, slot=slot,
-                                version_id=version_ids[slot // config["copies"]], parent_slot=None))
+                store_runs.add_member(s, run_id, 0, slot, version_ids[slot // config["copies"]], None)
         return run_id
 
     # -- generations as stored
@@ -142,9 +140,8 @@ class EvolutionRunner:
                 with self.db.write() as s:
                     for slot in range(self.n_slots):
                         p, gi = parent.get(slot, (slot, None))
-                        s.add(MemberRow(run_id=self.run_id, generation=g + 1, slot=slot,
-                                        version_id=self.version_ids[nxt[slot]], parent_slot=p,
-                                        cloned_by_match=None if gi is None else base + gi))
+                        store_runs.add_member(s, self.run_id, g + 1, slot, self.version_ids[nxt[slot]], p,
+                                              None if gi is None else base + gi)
                     store_runs.set_run_status(s, self.run_id, "running", done=base + self.matches, owner=self.owner)
                 if on_generation is not None:
                     on_generation(g + 1, self.shares(nxt))

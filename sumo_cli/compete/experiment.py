@@ -43,17 +43,10 @@ if TYPE_CHECKING:  # torch comes with the game: imported where games are played,
     from sumo_cli.compete.game import AgentData
 
 KINDS = ("adaptation", "sample-complexity", "calibration")
-#: The shipped learning opponents of Fig. 5 and 6: a self-play LSTM of each body with 110 consecutive
-#: versions (one PPO update each), continued from the population's LSTM (policies/manifest.json).
-LEARNING_OPPONENTS = ("learn-ant-lstm", "learn-bug-lstm", "learn-spider-lstm")
-#: The calibration's agents (the paper's Table 4): the population's pre-trained LSTM of each body.
-CALIBRATION_AGENTS = ("ant-lstm", "bug-lstm", "spider-lstm")
 #: Where the learning opponent starts, as a share of its highest version (paper: 700 of ~2,000).
 START_FRACTION = 0.35
 #: The rounds at the end of a game over which Fig. 6 measures the win rate (paper: 25).
 LAST_ROUNDS = 25
-#: The paper's numbers of episodes per round in Fig. 6.
-PAPER_EPISODES = (3, 10, 25, 50, 75, 90)
 
 
 def parse_player(text: str) -> tuple[str, str | None]:

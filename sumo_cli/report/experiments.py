@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 
 from sumo_cli import names
-from sumo_cli.compete.experiment import CALIBRATION_AGENTS, LEARNING_OPPONENTS
+from sumo_cli.compete.paper_defaults import CALIBRATION_AGENTS, LEARNING_OPPONENTS
 from sumo_cli.report import evolution as EV
 from sumo_cli.report import locomotion as LO
 from sumo_cli.report import tournament as TO

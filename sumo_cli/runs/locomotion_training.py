@@ -25,7 +25,6 @@ from sumo_cli.store import ownership
 from sumo_cli.store import runs as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
-from sumo_cli.store.models import Run
 
 ENV = "locomotion"
 

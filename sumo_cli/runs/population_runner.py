@@ -12,7 +12,6 @@ starting it again continues exactly where each run stopped.
 from __future__ import annotations
 
 import ctypes
-import os
 import signal
 import subprocess
 import sys
@@ -28,8 +27,7 @@ from sumo_cli.store import registry
 from sumo_cli.runs import population_shipped as PS
 from sumo_cli.selfplay.new_run import new_run_config
 from sumo_cli.store.database import Database
-from sumo_cli.store.models import Run
-from sumo_cli.store.runs import iteration_totals, live_holder
+from sumo_cli.store.runs import find_run, iteration_totals, live_holder
 
 TODO, PARTIAL, DONE, FAILED = "to do", "partial", "done", "failed"
 #: a step whose run another live process holds (a `sumo train --resume` typed by hand, a second runner)
@@ -89,7 +87,7 @@ def step_states(db: Database, plan: Plan) -> list[StepState]:
                 out.append(StepState(step, TODO, total=total))
                 continue
             run_id = (agent.origin or {}).get("run_id")
-            run = s.get(Run, run_id) if run_id is not None else None
+            run = find_run(s, run_id)
             offset = PS.continued_from(s, step, run.config or {}) if run is not None else 0
             total -= offset  # what its run is to do: a run continued from shipped began after ``offset`` iterations
             if run is None:
@@ -137,7 +135,7 @@ def register_tracking(db: Database, step: Step) -> int:
                 registry.add_version(s, agent, v.version, v.checkpoint_path, v.sha256, iteration=v.iteration,
                                      metrics={"env_steps": (v.metrics or {}).get("env_steps")} if v.metrics else None)
                 added += 1
-        agent.default_version = source.default_version
+        registry.set_default_version(agent, source.default_version)
     return added
 
 

@@ -113,7 +113,7 @@ def register(db: Database, step, shipped_step: ShippedStep) -> int:  # noqa: ANN
                 registry.add_version(s, agent, v.version, v.checkpoint_path, v.sha256, iteration=v.iteration,
                                      metrics=dict(v.metrics) if v.metrics else None)
                 added += 1
-        agent.default_version = shipped_step.final
+        registry.set_default_version(agent, shipped_step.final)
     return added
 
 

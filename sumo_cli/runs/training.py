@@ -41,7 +41,6 @@ from sumo_cli.sim.bodies import BODIES
 from sumo_cli.store import runs as store_runs
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
-from sumo_cli.store.models import Iteration, Run
 
 RUN_KIND = store_runs.TRAIN_KIND
 
@@ -88,7 +87,7 @@ def new_agent_name(s, name: str | None, canonical: str) -> str:  # noqa: ANN001 
         return names.numbered_name(canonical, k)
     if existing is not None:
         run_id = existing.origin.get("run_id") if isinstance(existing.origin, dict) else None
-        run = s.get(Run, run_id) if run_id is not None else None
+        run = store_runs.find_run(s, run_id)
         resumable = run is not None and run.kind == RUN_KIND and run.status != "finished"
         hint = f", or continue its unfinished run with `sumo train --resume {run_id}`" if resumable else ""
         raise UserError(f"an agent named {agent_name!r} already exists; pick another with --name{hint}")
@@ -317,12 +316,10 @@ def commit_iteration(db: Database, run_id: int, agent_name: str, k: int, learner
         )
     state = save_learner_state(db, run_id, k, learner)
     with db.write() as s:
-        s.add(Iteration(run_id=run_id, iteration=k, env_steps=env_steps,
-                        wall_seconds=float(metrics.get("wall_seconds", 0.0)), metrics=metrics))
+        store_runs.add_iteration(s, run_id, k, env_steps, float(metrics.get("wall_seconds", 0.0)), metrics)
         if snapshot:
             agent = registry.get_agent(s, agent_name)
-            row = registry.add_version(s, agent, k, str(version_file), digest, iteration=k, metrics=summary)
-            row.run_id = run_id
+            registry.add_version(s, agent, k, str(version_file), digest, iteration=k, metrics=summary, run_id=run_id)
         run = store_runs.get_run(s, run_id, RUN_KIND)
         store_runs.set_run_status(s, run_id, "running", done=k, state={**(run.state or {}), "learner": state},
                                   owner=owner)

@@ -74,6 +74,7 @@ def add_version(
     sha256: str,
     iteration: int | None = None,
     metrics: dict | None = None,
+    run_id: int | None = None,
 ) -> Version:
     if not _SHA256.match(sha256):
         raise ValueError(f"not a SHA-256 hex digest: {sha256!r}")
@@ -84,6 +85,7 @@ def add_version(
         checkpoint_path=str(checkpoint_path),
         sha256=sha256,
         metrics=metrics or {},
+        run_id=run_id,
     )
     session.add(row)
     session.flush()
@@ -101,6 +103,11 @@ def version_hashes(session: Session, agent_names: list[str]) -> dict[str, tuple[
         if version is not None:
             hashes[version] = sha
     return out
+
+
+def set_default_version(agent: Agent, version: int | None) -> None:
+    """The version a bare ``NAME`` plays (None: the latest); written when the session commits."""
+    agent.default_version = version
 
 
 def delete_agent(session: Session, agent: Agent) -> None:

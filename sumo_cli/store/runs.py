@@ -32,6 +32,11 @@ def get_run(session: Session, run_id: int, kind: str | None = None) -> Run:
     return run
 
 
+def find_run(session: Session, run_id: int | None) -> Run | None:
+    """The run with this id, or None (also for no id): where a missing run is no error."""
+    return session.get(Run, run_id) if run_id is not None else None
+
+
 class RunTakenOver(UserError):
     """Another process has taken the run over: this one must stop without writing to it."""
 
@@ -148,6 +153,12 @@ def list_runs(session: Session, limit: int = 50,
     return out
 
 
+def add_iteration(session: Session, run_id: int, iteration: int, env_steps: int, wall_seconds: float,
+                  metrics: dict) -> None:
+    session.add(Iteration(run_id=run_id, iteration=iteration, env_steps=env_steps, wall_seconds=wall_seconds,
+                          metrics=metrics))
+
+
 def iteration_totals(session: Session, run_id: int) -> tuple[int, float, int]:
     """Stored iterations of a training run: how many, their wall seconds, the env steps at the last."""
     n, wall, steps = session.execute(select(func.count(), func.coalesce(func.sum(Iteration.wall_seconds), 0.0),
@@ -160,6 +171,13 @@ def generation_slots(session: Session, run_id: int, generation: int) -> list[tup
     """(slot, version id) of every member of an evolution's generation as stored."""
     return [tuple(r) for r in session.execute(select(Member.slot, Member.version_id).where(
         Member.run_id == run_id, Member.generation == generation)).all()]
+
+
+def add_member(session: Session, run_id: int, generation: int, slot: int, version_id: int, parent_slot: int | None,
+               cloned_by_match: int | None = None) -> None:
+    """One slot of an evolution's generation: the version in it, and the slot and game it was copied from."""
+    session.add(Member(run_id=run_id, generation=generation, slot=slot, version_id=version_id, parent_slot=parent_slot,
+                       cloned_by_match=cloned_by_match))
 
 
 def restart_ratings(session: Session, run_id: int) -> list[tuple[int, int, str]]:

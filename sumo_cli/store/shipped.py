@@ -152,7 +152,7 @@ def register_shipped(db: Database) -> list[str]:
                     elif row.sha256 != v.sha256 or row.checkpoint_path != str(v.path):
                         row.checkpoint_path, row.sha256, row.iteration = str(v.path), v.sha256, v.iteration
                         row.metrics = metrics or {}
-                agent.default_version = a.default_version
+                registry.set_default_version(agent, a.default_version)
                 done.append(a.name)
             return done
     except IntegrityError:
