@@ -31,6 +31,7 @@ import torch
 
 from benchmarks.maml_tasks import Navigation2D
 from sumo_cli import meta as ML
+from sumo_cli.adapt.chains import run_adaptation
 from sumo_cli.meta import meta_train as MT
 from sumo_cli.ppo import ppo as PPO
 from sumo_cli.meta import tasks as TK
@@ -141,7 +142,7 @@ def run_seed(seed: int, iters: int, tasks: int = 10, episodes: int = 10, hidden:
     # parameters) against the paper's Algorithm 2 (every round 3 steps from theta* on the last round's episodes,
     # importance-weighted), with the same theta* and alpha*
     for name, c in (("rounds_continue", cfg), ("rounds_paper_alg2", cfg.replace(execution="paper", buffer_episodes=EVAL_EPISODES))):
-        r = MT.run_adaptation(env_cls(EVAL_TASKS, EVAL_EPISODES, seed=ev), spec, "meta", res.theta, rounds=ROUNDS,
+        r = run_adaptation(env_cls(EVAL_TASKS, EVAL_EPISODES, seed=ev), spec, "meta", res.theta, rounds=ROUNDS,
                               steps_per_round=H, seed=ev, log_alpha=res.log_alpha, cfg=c, stats=stats)
         out[name] = r.mean(1).tolist()
     out["round2_ess"] = round2_ess(spec, res.theta, res.log_alpha, cfg, ev, env_cls, stats)

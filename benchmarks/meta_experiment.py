@@ -90,6 +90,7 @@ import torch
 
 from sumo_cli import meta as ML
 from benchmarks import meta_envs as ME
+from sumo_cli.adapt.chains import run_adaptation
 from sumo_cli.meta import meta_train as MT
 from sumo_cli.nets import policy as P
 
@@ -172,7 +173,7 @@ def run_seed(
 
     def play(strategy, theta, st, **kw):
         r = [
-            MT.run_adaptation(env(), spec, strategy, theta, rounds=rounds, steps_per_round=horizon, seed=10_000 + 97 * seed + e, stats=st, **kw)
+            run_adaptation(env(), spec, strategy, theta, rounds=rounds, steps_per_round=horizon, seed=10_000 + 97 * seed + e, stats=st, **kw)
             for e in range(eval_seeds)
         ]
         return np.concatenate(r, axis=1).mean(1).tolist()  # (rounds,)

@@ -385,6 +385,7 @@ def test_meta_training_smoke_and_rollout_integration():
     """Two meta-iterations on the drifting-goal point: the collected log-probs are what the
     learner recomputes (ratio 1 at the first outer epoch), alpha moves and stays positive."""
     from benchmarks import meta_envs
+    from sumo_cli.adapt import chains
     from sumo_cli.meta import meta_train
 
     torch.set_num_threads(1)
@@ -409,7 +410,7 @@ def test_meta_training_smoke_and_rollout_integration():
     lpw, vw = ML.GaussianModel(spec, bptt_chunk=3).evaluate(phi, bw)
     torch.testing.assert_close(lpw, b.logp, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(vw, b.values, rtol=1e-5, atol=1e-5)
-    out = meta_train.run_adaptation(env, spec, "meta", theta, rounds=3, steps_per_round=10, seed=3, stats=stats, log_alpha=res.log_alpha, cfg=cfg)
+    out = chains.run_adaptation(env, spec, "meta", theta, rounds=3, steps_per_round=10, seed=3, stats=stats, log_alpha=res.log_alpha, cfg=cfg)
     assert out.shape == (3, 3) and np.isfinite(out).all()
 
 
@@ -471,6 +472,7 @@ def test_training_chains_and_meta_update_from_the_current_policy():
     execution, meta_from="current" adapts from the current parameters (round 2 equals the
     Algorithm-2 run, which also starts from theta there)."""
     from benchmarks import meta_envs
+    from sumo_cli.adapt import chains
     from sumo_cli.meta import meta_train
 
     env = meta_envs.DriftingGoalPoint(num_groups=2, group_size=3, horizon=4, terminal_at_horizon=True)
@@ -480,8 +482,8 @@ def test_training_chains_and_meta_update_from_the_current_policy():
     h = res.history[-1]
     assert len(h["round_returns"]) == 3 and len(h["post_returns"]) == 2 and np.isfinite(h["loss"])
     kw = dict(rounds=3, steps_per_round=4, seed=5, stats=res.obs_norm.stats, log_alpha=res.log_alpha, cfg=cfg)
-    a = meta_train.run_adaptation(env, spec, "meta", res.theta, **kw)
-    c = meta_train.run_adaptation(env, spec, "meta", res.theta, meta_from="current", **kw)
+    a = chains.run_adaptation(env, spec, "meta", res.theta, **kw)
+    c = chains.run_adaptation(env, spec, "meta", res.theta, meta_from="current", **kw)
     np.testing.assert_allclose(a[:2], c[:2])
     assert np.isfinite(c).all()
     with pytest.raises(ValueError):

@@ -33,7 +33,7 @@ def log_alpha_of(player: Player, cfg: MetaConfig) -> torch.Tensor:
 
 def experience_batch(player: Player, exp: Experience, cfg: MetaConfig):  # noqa: ANN201
     """The round's E episodes as buffer columns (L, 1, E): normalised inputs, behaviour log-probs."""
-    x = nz.normalize(player.obs_stats, exp.obs).to(torch.float32)
+    x = (exp.obs if player.obs_stats is None else nz.normalize(player.obs_stats, exp.obs)).to(torch.float32)
     state0 = {k: v[None] for k, v in P.initial_state(player.spec, exp.obs.shape[1]).items()}
     return episode_batch(
         x[:, None], exp.actions[:, None], exp.logp[:, None], exp.values[:, None], exp.rewards[:, None],

@@ -65,7 +65,7 @@ class Player:
     strategy: str
     spec: P.PolicySpec
     theta: P.Params  # the trained parameters (never changed by a game)
-    obs_stats: dict[str, Tensor]  # observation normaliser, fixed during games
+    obs_stats: dict[str, Tensor] | None  # observation normaliser, fixed during games (None: raw observations)
     meta: dict[str, Tensor] = field(default_factory=dict)  # e.g. meta/log_alpha
     params: P.Params = field(default_factory=dict)  # the parameters it acts with this round
     scratch: dict = field(default_factory=dict)  # per-game strategy state (optimiser, buffer, carry)

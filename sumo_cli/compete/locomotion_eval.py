@@ -4,13 +4,13 @@ adapting between episodes with the chosen strategy; then fully reset the environ
 state and the adaptation (back to ``theta``); repeat ``repeats`` (paper: 50) times and report the
 mean episodic reward of each of the 7 episodes with a 95% confidence interval.
 
-Implementation: :func:`sumo_cli.meta.meta_train.run_adaptation` on a
+Implementation: :func:`sumo_cli.adapt.chains.run_adaptation` (the games' dispatcher) on a
 :class:`~sumo_cli.meta.locomotion_tasks.LocomotionChain` with ``repeats`` groups of one env each
 (every group is an independent repetition, starting from ``theta``), ``start=1``, 7 rounds of one
 episode. Strategies:
 
 * ``none``: ``theta`` throughout;
-* ``tracking``: one PPO update (``ppo_cfg``) of the current parameters after each episode;
+* ``track``: one PPO update (``ppo_cfg``) of the current parameters after each episode;
 * ``meta``: Algorithm 2: after each episode ``phi`` is recomputed from ``theta``, ``log_alpha`` on a
   buffer of the last ``buffer_episodes`` (default 3, the paper's locomotion buffer) episodes.
 
@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from sumo_cli import meta as ML
-from sumo_cli.meta import meta_train as MT
+from sumo_cli.adapt.chains import run_adaptation
 from sumo_cli.meta.locomotion_tasks import LocomotionChain
 from sumo_cli.sim import locomotion as L
 
@@ -69,7 +69,7 @@ def evaluate(theta, spec, stats, strategy: str, pair, repeats: int = 50, seed: i
     env = LocomotionChain(int(repeats), 1, [pair], start=1, horizon=horizon, physics=physics,
                           seed=seed, n_threads=n_threads)
     try:
-        returns = MT.run_adaptation(
+        returns = run_adaptation(
             env, spec, strategy, theta, rounds=L.SEQUENCE_LEN, steps_per_round=env.horizon,
             seed=seed, stats=stats, log_alpha=log_alpha, cfg=cfg, ppo_cfg=ppo_cfg,
             deterministic=deterministic,

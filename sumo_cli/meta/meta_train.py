@@ -1,5 +1,5 @@
-"""Meta-training (Algorithm 1) and execution-time adaptation (Algorithm 2) over a VecEnv whose task
-changes between phases, plus the baselines the paper compares against (no adaptation, tracking).
+"""Meta-training (Algorithm 1) over a VecEnv whose task changes between phases. Playing a task chain
+with a strategy (Algorithm 2 and the baselines) is :mod:`sumo_cli.adapt.chains`.
 
 The environment contract (:class:`TaskChainEnv`): a :class:`~sumo_cli.sim.vec_env.VecEnv` whose
 envs form ``num_groups`` groups of ``group_size`` consecutive envs; every group follows its own
@@ -11,8 +11,7 @@ broadcast over them and the adapted ``phi`` has a leading group dim.
 
 Training chains (``MetaConfig.train_rounds > 2``, :func:`chain_iteration`): every group plays
 several consecutive tasks per iteration the way Algorithm 2 plays them, so that the inner batches of
-later pairs are collected by adapted policies, as at execution. Execution (:func:`run_adaptation`)
-can also apply the learnt update from the current parameters (``meta_from="current"``).
+later pairs are collected by adapted policies, as at execution.
 
 Observation normalisation: the running statistics are frozen for a whole meta-iteration (the
 pre-update collection, the post-adaptation collection and the update use the same statistics, so
@@ -30,7 +29,6 @@ import torch
 from torch import Tensor
 
 from sumo_cli import meta as ML
-from sumo_cli import names
 from sumo_cli.ppo.rollout import Rollout
 from sumo_cli.sim.vec_env import VecEnv
 from sumo_cli.nets import normalizer as nz
@@ -80,7 +78,7 @@ def collect_stacked(
         "logp": torch.zeros(T, N, dtype=dtype), "values": torch.zeros(T, N, dtype=dtype),
         "rewards": torch.zeros(T, N, dtype=dtype), "terminated": torch.zeros(T, N, dtype=torch.bool),
         "truncated": torch.zeros(T, N, dtype=torch.bool), "first": torch.zeros(T, N, dtype=torch.bool),
-        "final_values": torch.zeros(T, N, dtype=dtype),
+        "final_values": torch.zeros(T, N, dtype=dtype), "final_obs": torch.zeros(T, N, D, dtype=dtype),
     }
     states = {k: torch.zeros(T, N, spec.hidden, dtype=dtype) for k in state}  # state fed into each step
 
@@ -106,6 +104,9 @@ def collect_stacked(
         if trunc_only.any():
             _, vf, _ = P.forward(spec, params, net_in(out.final_obs), new_state)
             bufs["final_values"][t] = torch.where(torch.as_tensor(trunc_only), vf.reshape(N), torch.zeros(N, dtype=dtype))
+        ended = term | trunc
+        if ended.any():
+            bufs["final_obs"][t][torch.as_tensor(ended)] = torch.as_tensor(np.asarray(out.final_obs), dtype=dtype)[torch.as_tensor(ended)]
         bufs["obs"][t] = torch.as_tensor(np.asarray(obs), dtype=dtype)
         bufs["actions"][t] = action.reshape(N, A)
         bufs["logp"][t] = logp.reshape(N)
@@ -196,16 +197,6 @@ def episodes_from_rollout(rollout: Rollout, groups: int, cfg: ML.MetaConfig) -> 
     return ML.episode_batch(
         x, act, logp, val, rew, lengths, gamma=cfg.gamma, lam=cfg.inner_lam, terminated=term, final_values=fval,
         baseline=cfg.inner_baseline,
-    )
-
-
-def _rollout_columns(ro: Rollout, idx: slice) -> Rollout:
-    return Rollout(
-        obs=ro.obs[:, idx], actions=ro.actions[:, idx], logp=ro.logp[:, idx], values=ro.values[:, idx],
-        rewards=ro.rewards[:, idx], terminated=ro.terminated[:, idx], truncated=ro.truncated[:, idx],
-        first=ro.first[:, idx], final_values=ro.final_values[:, idx], last_values=ro.last_values[idx],
-        state0={k: v[idx] for k, v in ro.state0.items()}, norm_stats=ro.norm_stats,
-        chunk_len=ro.chunk_len, chunk_states={k: v[:, idx] for k, v in ro.chunk_states.items()},
     )
 
 
@@ -376,84 +367,3 @@ def meta_train(
         if callback is not None and callback(it, info, result):
             break
     return result
-
-
-# ----------------------------------------------------------------------------------------------
-# Algorithm 2 and the baselines
-
-
-#: What a task chain can be played with: every strategy but RL^2 (whose carried state the chain resets).
-STRATEGIES = tuple(s for s in names.STRATEGIES if s != "rl2")
-
-
-def run_adaptation(
-    env: TaskChainEnv,
-    spec: P.PolicySpec,
-    strategy: str,
-    theta: P.Params,
-    *,
-    rounds: int,
-    steps_per_round: int,
-    seed: int,
-    stats: dict | None = None,
-    log_alpha: Tensor | None = None,
-    cfg: ML.MetaConfig | None = None,
-    ppo_cfg=None,
-    deterministic: bool = False,
-    meta_from: str = "theta",
-) -> np.ndarray:
-    """Play ``rounds`` consecutive tasks of fresh chains (one per group) and return the mean
-    episode return of every round and group, ``(rounds, G)``. Every group acts with its own
-    parameters, starting from ``theta``:
-
-    * ``"none"``: no adaptation;
-    * ``"meta"``: per ``cfg.execution``: ``"continue"``, one learnt step per round from the current
-      parameters on that round's episodes (:class:`meta.ContinueAdapter`); ``"paper"``, Algorithm 2:
-      after each round, ``phi`` is recomputed from ``theta``, ``log_alpha`` on the experience buffer
-      (importance-weighted, ``cfg.buffer_episodes`` episodes);
-      with ``meta_from="current"`` the meta-update starts from the group's *current* parameters
-      instead (``phi_{i+1} = phi_i - alpha* grad L(phi_i; its own episodes)``, on-policy: the
-      importance weights are exactly 1): the learned update applied the way tracking applies its PPO update
-      (a variant, not the paper's Algorithm 2; see :mod:`benchmarks.meta_experiment`);
-    * ``"track"``: after each round, one PPO update (``ppo_cfg``, :mod:`sumo_cli.ppo.ppo`) of
-      the group's current parameters on that round's experience.
-    """
-    if meta_from not in ("theta", "current"):
-        raise ValueError("meta_from must be 'theta' or 'current'")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}")
-    from sumo_cli.ppo import ppo as PPO
-
-    gen = torch.Generator().manual_seed(seed)
-    G = env.num_groups
-    E = env.group_size
-    theta = {k: v.detach() for k, v in theta.items()}
-    cur = {k: v.contiguous().clone() for k, v in ML.expand_params(ML.GaussianModel(spec), theta, (G,)).items()}
-    adapter = None
-    if strategy == "meta":
-        if cfg is None or log_alpha is None:
-            raise ValueError("strategy 'meta' needs cfg and log_alpha")
-        adapter = ML.execution_adapter(spec, cur, log_alpha, cfg)
-    tracked = opts = None
-    if strategy == "track":
-        ppo_cfg = ppo_cfg or PPO.PPOConfig()
-        tracked = [{k: v[g].clone().requires_grad_(True) for k, v in cur.items()} for g in range(G)]
-        opts = [PPO.make_optimizer(p, ppo_cfg) for p in tracked]
-    out = np.zeros((rounds, G))
-    obs = env.sample_tasks(seed)
-    for i in range(rounds):
-        ro, obs = collect_stacked(env, spec, cur, stats, obs, steps_per_round, gen, deterministic=deterministic)
-        out[i] = episode_returns(ro, G)
-        if i == rounds - 1:
-            break
-        if strategy == "meta":
-            if meta_from == "current":
-                adapter = ML.ExecutionAdapter(spec, cur, log_alpha, cfg)
-            adapter.add(episodes_from_rollout(ro, G, cfg))
-            cur = adapter.compute()
-        elif strategy == "track":
-            for g in range(G):
-                PPO.ppo_update(spec, tracked[g], opts[g], _rollout_columns(ro, slice(g * E, (g + 1) * E)), stats, ppo_cfg, gen)
-            cur = P.stack_params([{k: v.detach() for k, v in p.items()} for p in tracked])
-        obs = env.next_task()
-    return out

@@ -41,6 +41,9 @@ class Rollout:
     # The observation-normalisation statistics the behaviour policy used (frozen for the rollout),
     # so the learner normalises exactly as the actions were chosen. None: the learner's own.
     norm_stats: dict[str, Tensor] | None = None
+    # The observation after step t where an episode ended there (else zeros); only collections that
+    # hand whole episodes to an adaptation strategy keep it (meta_train.collect_stacked).
+    final_obs: Tensor | None = None  # (T, N, D)
 
     @property
     def resets(self) -> Tensor:
