@@ -75,7 +75,8 @@ def main() -> None:
 
     import torch
 
-    from sumo_cli.compete.experiment import opponent_versions, stored_versions
+    from sumo_cli.compete.experiment import stored_versions
+    from sumo_cli.compete.learning_opponent import opponent_versions
     from sumo_cli.compete.game import AgentData
     from sumo_cli.store.library import load_agent
     from sumo_cli.store.database import open_database

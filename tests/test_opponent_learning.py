@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sumo_cli.compete.experiment import opponent_versions
+from sumo_cli.compete.learning_opponent import opponent_versions
 from sumo_cli.compete.learning_opponent import learning_schedule
 from sumo_cli.errors import UserError
 

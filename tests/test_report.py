@@ -83,7 +83,7 @@ def test_a_circle_is_found():
 
 
 def test_the_learning_opponent_strides_from_a_third_of_its_history_to_its_last_version():
-    from sumo_cli.compete.experiment import opponent_versions
+    from sumo_cli.compete.learning_opponent import opponent_versions
 
     assert opponent_versions(list(range(1, 101)), 5) == [35, 51, 67, 83, 100]
     # few stored versions: the highest not above the target, the lowest while none is

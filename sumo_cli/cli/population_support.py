@@ -17,10 +17,11 @@ def check_steps(plan) -> None:  # noqa: ANN001 - population_plan.Plan
     they do not parse for, in one sentence naming the plan and the step."""
     import typer
 
-    from sumo_cli.cli.app import app
-    from sumo_cli.cli.train_cmd import _check_names
+    from sumo_cli.cli.train_cmd import _check_names, train as train_function
 
-    train = typer.main.get_command(app).commands["train"]
+    alone = typer.Typer()
+    alone.command("train")(train_function)
+    train = typer.main.get_command(alone)  # the very parser of `sumo train`, without the whole app
     for step in plan.steps:
         if not step.trains:
             continue

@@ -29,6 +29,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from sumo_cli import __version__, names
+from sumo_cli.compete.learning_opponent import START_FRACTION, opponent_versions
 from sumo_cli.compete.pairing import seed_indexes
 from sumo_cli.compete.schedule import game_seed
 from sumo_cli.errors import UserError
@@ -43,8 +44,6 @@ if TYPE_CHECKING:  # torch comes with the game: imported where games are played,
     from sumo_cli.compete.game import AgentData
 
 KINDS = ("adaptation", "sample-complexity", "calibration")
-#: Where the learning opponent starts, as a share of its highest version (paper: 700 of ~2,000).
-START_FRACTION = 0.35
 #: The rounds at the end of a game over which Fig. 6 measures the win rate (paper: 25).
 LAST_ROUNDS = 25
 
@@ -55,18 +54,6 @@ def parse_player(text: str) -> tuple[str, str | None]:
     if strategy and strategy not in names.STRATEGIES:
         raise UserError(f"{text!r}: the strategy after ':' must be one of {', '.join(names.STRATEGIES)}")
     return name, strategy or None
-
-
-def opponent_versions(stored: list[int], rounds: int, start_fraction: float = START_FRACTION) -> list[int]:
-    """The version the learning opponent plays in each round (module docstring)."""
-    vs = sorted(stored)
-    top = vs[-1]
-    out = []
-    for r in range(rounds):
-        target = start_fraction * top + (top - start_fraction * top) * (r / (rounds - 1) if rounds > 1 else 1.0)
-        below = [v for v in vs if v <= target + 1e-9]
-        out.append(below[-1] if below else vs[0])
-    return out
 
 
 def resolve_players(db: Database, texts: list[str], what: str) -> list[dict]:

@@ -3,7 +3,7 @@
 Where B has every version from its start on for the whole game, B's version grows by one every
 round (the paper: one PPO iteration a round). Where it does not (a shipped agent keeps a few of its
 versions), B steps through the versions it has, as `sumo experiment adaptation` does
-(:func:`sumo_cli.compete.experiment.opponent_versions`): round r of R plays the highest stored version
+(:func:`opponent_versions`): round r of R plays the highest stored version
 not above a target that moves linearly from the start to B's highest version. The start is the
 version the user named (``B@V`` or ``--start-version``), else the experiment's (0.35 of the highest,
 the paper's 700 of ~2,000). A B with one stored version, or a start at its highest, cannot learn over
@@ -14,8 +14,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sumo_cli.compete.experiment import START_FRACTION, opponent_versions
 from sumo_cli.errors import UserError
+
+#: Where the learning opponent starts, as a share of its highest version (paper: 700 of ~2,000).
+START_FRACTION = 0.35
+
+
+def opponent_versions(stored: list[int], rounds: int, start_fraction: float = START_FRACTION) -> list[int]:
+    """The version the learning opponent plays in each round: the highest stored version not above a
+    target moving linearly from ``start_fraction`` of the highest version to the highest."""
+    vs = sorted(stored)
+    top = vs[-1]
+    out = []
+    for r in range(rounds):
+        target = start_fraction * top + (top - start_fraction * top) * (r / (rounds - 1) if rounds > 1 else 1.0)
+        below = [v for v in vs if v <= target + 1e-9]
+        out.append(below[-1] if below else vs[0])
+    return out
 
 
 @dataclass
