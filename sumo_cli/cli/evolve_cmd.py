@@ -85,10 +85,9 @@ def evolve(
     json_out: bool = typer.Option(False, "--json", help="Print the run id and the shares per generation as JSON."),
 ) -> None:
     """Evolve a population: each generation's losers are replaced by copies of its winners."""
-    from sumo_cli.errors import UserError
+    from sumo_cli.compete.categories import check_grouping
 
-    if by not in ("body", "arch", "strategy", "kind"):
-        raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
+    check_grouping(by)
     check_output(plot, "--plot", ".png")
     check_output(csv_out, "--csv", ".csv")
     if workers is not None:  # every option is checked before the run is written and before torch loads

@@ -94,6 +94,7 @@ def show(
     the leaderboard (TrueSkill, W/D/L, Bradley-Terry) and the per-body, -architecture and -strategy
     summaries, --heatmap for the win probabilities; for an evolution the shares of every
     generation, --plot for the stacked-area figure."""
+    from sumo_cli.compete.categories import check_grouping
     from sumo_cli.errors import UserError
     from sumo_cli.store.runs import TRAIN_KIND, run_detail
 
@@ -101,8 +102,7 @@ def show(
         raise UserError(f"--every must be at least 1, got {every}")
     if top < 1:
         raise UserError(f"--top must be at least 1, got {top}")
-    if by not in ("body", "arch", "strategy", "kind"):
-        raise UserError(f"--by must be body, arch, strategy or kind, got {by!r}")
+    check_grouping(by)
     check_output(plot, "--plot", ".png")
     check_output(heatmap, "--heatmap", ".png")
     check_output(csv_out, "--csv", ".csv")

@@ -6,6 +6,17 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from sumo_cli.errors import UserError
+
+#: What an evolution's shares are grouped by.
+GROUPINGS = ("body", "arch", "strategy", "kind")
+
+
+def check_grouping(by: str) -> str:
+    if by not in GROUPINGS:
+        raise UserError(f"--by must be {', '.join(GROUPINGS[:-1])} or {GROUPINGS[-1]}, got {by!r}")
+    return by
+
 
 def category_summary(rows: list[dict]) -> dict[str, list[dict]]:
     """Mean and spread of mu (and the mean conservative rating) by body, architecture, strategy."""

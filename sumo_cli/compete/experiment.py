@@ -44,8 +44,6 @@ if TYPE_CHECKING:  # torch comes with the game: imported where games are played,
     from sumo_cli.compete.game import AgentData
 
 KINDS = ("adaptation", "sample-complexity", "calibration")
-#: The rounds at the end of a game over which Fig. 6 measures the win rate (paper: 25).
-LAST_ROUNDS = 25
 
 
 def parse_player(text: str) -> tuple[str, str | None]:

@@ -11,3 +11,5 @@ LEARNING_OPPONENTS = ("learn-ant-lstm", "learn-bug-lstm", "learn-spider-lstm")
 CALIBRATION_AGENTS = ("ant-lstm", "bug-lstm", "spider-lstm")
 #: The paper's numbers of episodes per round in Fig. 6.
 PAPER_EPISODES = (3, 10, 25, 50, 75, 90)
+#: The rounds at the end of a game over which the paper reports win rates (Fig. 6: the last 25).
+LAST_ROUNDS = 25

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from sumo_cli.compete.paper_defaults import LAST_ROUNDS
 from sumo_cli.compete.rules import wilson_interval
 
-#: The paper reports win rates over the last 25 rounds (its "learning opponent" experiment).
-LAST_ROUNDS = 25
 
 
 def _rate(rounds: list[dict], side: str) -> dict:

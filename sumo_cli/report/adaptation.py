@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sumo_cli.compete.paper_defaults import LAST_ROUNDS
 from sumo_cli.report import figures as F
 from sumo_cli.report import stats
 from sumo_cli.report.section import Figure, Section, md_table, verdict
@@ -18,8 +19,6 @@ FIG6_FINDING = ("With more episodes per round, tracking improves (above about 50
                 "meta-learned strategy stays about the same from 3 to 90 episodes (paper, Sec. 5.2, Fig. 6).")
 #: Share of the game's rounds at its start and at its end compared in Fig. 5's verdict.
 EDGE_FRACTION = 0.25
-#: Rounds at the end of a game over which Fig. 6 measures the win rate (paper: 25).
-LAST_ROUNDS = 25
 
 
 def command(run: dict) -> str:

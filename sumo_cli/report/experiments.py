@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 
 from sumo_cli import names
-from sumo_cli.compete.paper_defaults import CALIBRATION_AGENTS, LEARNING_OPPONENTS
+from sumo_cli.compete.paper_defaults import CALIBRATION_AGENTS, LEARNING_OPPONENTS, PAPER_EPISODES
 from sumo_cli.report import evolution as EV
 from sumo_cli.report import locomotion as LO
 from sumo_cli.report import tournament as TO
@@ -133,7 +133,7 @@ def missing(catalogue: list[dict], have: set[str], workers: int | None = None) -
         out.append(Missing("fig6", "Fig. 6: sample complexity", AD.FIG6_FINDING,
                            "no `sumo experiment sample-complexity` run is stored",
                            f"sumo experiment sample-complexity --agents {everyone} --opponents {paper_opps} "
-                           "--episodes 3,10,25,50,75,90 --rounds 100 --repeats 20 --seed 0" + _tail(workers), quick,
+                           f"--episodes {','.join(map(str, PAPER_EPISODES))} --rounds 100 --repeats 20 --seed 0" + _tail(workers), quick,
                            lacking(names.all_combination_names())))
     if "fig8" not in have:
         q = QUICK_EVOLUTION
