@@ -5,9 +5,10 @@
 Every step of the plan that fills a population slot ships under the slot's canonical name (``ant-meta``
 for the step ``pop-ant-meta``) with its five stage versions (compete/population.py); a tracking step's
 entry names its sibling's files, so shared weights are stored once. The manifest is written anew: it
-holds the population and nothing else; only what changed is written (a file already shipped with the
+holds the population and the agents shipped beside it; only what changed is written (a file already shipped with the
 same SHA-256 is left as it is, an agent done from shipped keeps its entry, files no longer shipped are
-removed), so the history stays small. A step that continued from its shipped final stage (a new
+removed), so the history stays small. Agents shipped beside the population (``scripts/ship_policy.py``:
+learning opponents, candidates) keep their entries and files. A step that continued from its shipped final stage (a new
 sitting, sumo_cli/runs/population_shipped.py) ships its five stages among the shipped versions and its
 run's, numbered by the iterations in all; ``iterations``, ``env_steps`` and ``wall_seconds`` count
 all sittings, and ``sittings`` lists each one's budget. Each entry's provenance is its plan entry
@@ -140,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             sibling = entries[plan.step(step.weights_of).member]
             entries[step.member] = {**sibling, "name": step.member, "strategy": "track", "provenance": provenance}
+    members = {step.member for step in plan.steps if step.member}
+    entries.update({name: entry for name, entry in prior.items() if name not in members})  # shipped beside it
     removed = PS.prune(to, list(entries.values()))
     shipped.write_manifest(to, list(entries.values()))
     total = sum(p.stat().st_size for p in to.rglob("*") if p.is_file() and p.name != "manifest.json")

@@ -91,6 +91,10 @@ def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, mo
     assert [v["version"] for v in first["ant-mlp"]["versions"]] == [1, 2, 3]
     assert first["ant-mlp"]["provenance"]["iterations"] == 3
     assert [s["from_iteration"] for s in first["ant-mlp"]["provenance"]["sittings"]] == [0]
+    # an agent shipped beside the population (scripts/ship_policy.py) keeps its entry through the next shipping
+    manifest = json.loads((policies / "manifest.json").read_text())
+    beside = {**first["ant-mlp"], "name": "beside-ant-mlp"}
+    (policies / "manifest.json").write_text(json.dumps({**manifest, "agents": [*manifest["agents"], beside]}))
     files = _files(policies)
 
     # sitting 2, a fresh machine: only policies/ is left; the plan asks the ant for 5
@@ -124,6 +128,7 @@ def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, mo
     assert p["sittings"][1]["continued_from"] == "ant-mlp@3" and p["sittings"][1]["code_commit"] == "c2"
     assert p["env_steps"] == sum(s["env_steps"] for s in p["sittings"]) == ant["versions"][-1]["env_steps"]
     assert second["bug-mlp"] == first["bug-mlp"] and second["ant-mlp-track"]["versions"] == ant["versions"]
+    assert second["beside-ant-mlp"] == beside
     now = _files(policies)
     assert {k: v for k, v in now.items() if k in files} == files  # nothing shipped before was rewritten
     assert sorted(set(now) - set(files)) == ["ant-mlp/v00004.json", "ant-mlp/v00004.safetensors",
