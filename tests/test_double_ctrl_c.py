@@ -36,7 +36,9 @@ A.main()
 def test_a_second_ctrl_c_prints_no_traceback(tmp_path, gap):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", PROBE], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as on a terminal, even
+    # when the tests run in the background (which starts them with Ctrl-C ignored)
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGINT)
     time.sleep(gap)

@@ -165,7 +165,8 @@ def test_the_plan_continues_exactly_after_ctrl_c_or_kill_9_of_the_runner(tmp_pat
     db_path = tmp_path / "db" / "sumo.sqlite"
     env = {**os.environ, "SUMO_CHECKPOINTS": str(tmp_path / "ckpt")}
     cmd = [sys.executable, "-m", "sumo_cli", "--db", str(db_path), "population", "train", "--plan", str(plan), "-j", "1"]
-    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as on a terminal
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         time.sleep(0.5)
