@@ -11,7 +11,7 @@ from sumo_cli import meta as ML
 from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY
 from sumo_cli.adapt.players import ADAPTING, Experience, Player, start_game
 from sumo_cli.adapt.strategies import adapt
-from sumo_cli.meta.meta_train import TaskChainEnv, collect_stacked, episode_returns
+from sumo_cli.meta.meta_train import TaskChainEnv, collect_stacked, episode_returns, episode_spans
 from sumo_cli.nets import policy as P
 from sumo_cli.ppo.rollout import Rollout
 
@@ -22,21 +22,8 @@ CHAIN_STRATEGIES = ("none", *ADAPTING)
 def group_experiences(ro: Rollout, groups: int) -> list[Experience]:
     """Each group's complete episodes of one collection (``collect_stacked``: group g = envs
     ``g*E .. g*E+E-1``) as a round's :class:`Experience`, one episode per column."""
-    T, N = ro.num_steps, ro.num_envs
-    E = N // groups
-    first = ro.first.numpy()
-    done = (ro.terminated | ro.truncated).numpy()
     out = []
-    for g in range(groups):
-        spans = []
-        for n in range(g * E, (g + 1) * E):
-            start = None
-            for t in range(T):
-                if first[t, n]:
-                    start = t
-                if done[t, n] and start is not None:
-                    spans.append((n, start, t + 1))
-                    start = None
+    for g, spans in enumerate(episode_spans(ro, groups)):
         if not spans:
             raise ValueError(f"group {g} finished no episode in its round")
         L, K = max(t1 - t0 for _, t0, t1 in spans), len(spans)

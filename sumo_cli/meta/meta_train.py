@@ -151,10 +151,8 @@ def episode_returns(rollout: Rollout, groups: int) -> np.ndarray:
     return out
 
 
-def episodes_from_rollout(rollout: Rollout, groups: int, cfg: ML.MetaConfig) -> ML.TrajBatch:
-    """The complete episodes of a rollout as an execution-time episode batch ``(L, G, K)`` (one
-    episode per column; every group must have the same number K of complete episodes), with
-    inner-loss targets (reward-to-go with ``cfg.inner_lam``, bootstrapped at truncation)."""
+def episode_spans(rollout: Rollout, groups: int) -> list[list[tuple[int, int, int]]]:
+    """Per group (envs ``g*E .. g*E+E-1``) its complete episodes as ``(env, first step, end)``."""
     T, N = rollout.num_steps, rollout.num_envs
     E = N // groups
     first = rollout.first.numpy()
@@ -168,6 +166,14 @@ def episodes_from_rollout(rollout: Rollout, groups: int, cfg: ML.MetaConfig) -> 
             if done[t, n] and start is not None:
                 spans[n // E].append((n, start, t + 1))
                 start = None
+    return spans
+
+
+def episodes_from_rollout(rollout: Rollout, groups: int, cfg: ML.MetaConfig) -> ML.TrajBatch:
+    """The complete episodes of a rollout as an execution-time episode batch ``(L, G, K)`` (one
+    episode per column; every group must have the same number K of complete episodes), with
+    inner-loss targets (reward-to-go with ``cfg.inner_lam``, bootstrapped at truncation)."""
+    spans = episode_spans(rollout, groups)
     K = {len(s) for s in spans}
     if len(K) != 1 or 0 in K:
         raise ValueError(f"every group needs the same, non-zero number of complete episodes; got {sorted(len(s) for s in spans)}")
