@@ -212,7 +212,6 @@ def train(
     given = {k: v for k, v in locals().items() if k in _RUN_OPTIONS and v is not None}
     # everything that can be checked without torch and MuJoCo (seconds to load) is checked first
     _check_names(resume, env, body, arch, strategy, recipe, features, workers)
-    from sumo_cli.selfplay.train_config import TrainConfig
 
     if resume is not None:
         extend_to = given.pop("iterations", None)  # the one run option --resume takes: train a run further
