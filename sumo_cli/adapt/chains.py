@@ -42,7 +42,7 @@ def group_experiences(ro: Rollout, groups: int) -> list[Experience]:
             lengths=torch.tensor([t1 - t0 for _, t0, t1 in spans], dtype=torch.long),
             terminated=torch.tensor([bool(ro.terminated[t, n]) for n, t in ends]),
             final_values=torch.stack([ro.final_values[t, n] for n, t in ends]),
-            final_obs=None if ro.final_obs is None else torch.stack([ro.final_obs[t, n] for n, t in ends]),
+            final_obs=torch.stack([ro.final_obs[t, n] for n, t in ends]),
         ))
     return out
 
@@ -91,7 +91,8 @@ def run_adaptation(
     obs = env.sample_tasks(seed)
     for i in range(rounds):
         params = P.stack_params([p.params for p in players])
-        ro, obs = collect_stacked(env, spec, params, stats, obs, steps_per_round, gen, deterministic=deterministic)
+        ro, obs = collect_stacked(env, spec, params, stats, obs, steps_per_round, gen, deterministic=deterministic,
+                                  keep_final_obs=True)
         out[i] = episode_returns(ro, G)
         if i == rounds - 1:
             break

@@ -243,12 +243,12 @@ def train(
     else:
         if body is None:
             raise UserError("--body is required for a new run (ant, bug or spider), or continue one with --resume RUN_ID")
-        from sumo_cli.selfplay.new_run import new_run_config
+        from sumo_cli.selfplay.new_run import new_run_config, run_identity
 
         fields = {_FIELDS.get(k, k): v for k, v in given.items()
                   if k not in ("name", "opponents", "env", "recipe", "body", "arch", "strategy")}
         for option in ("alpha_init", "alpha_init_body"):
-            if option in given and (strategy or "none").strip().lower() != "meta":
+            if option in given and run_identity(body, arch, strategy)[2] != "meta":
                 raise UserError(f"{_RUN_OPTIONS[option]} only applies to --strategy meta")
         if opponents is not None:
             fields["opponents"] = [o.strip() for o in opponents.split(",") if o.strip()]

@@ -58,6 +58,7 @@ def collect_stacked(
     num_steps: int,
     generator: torch.Generator | None,
     deterministic: bool = False,
+    keep_final_obs: bool = False,
 ) -> tuple[Rollout, np.ndarray]:
     """``num_steps`` steps of all envs, group ``g`` (envs ``g*E .. g*E+E-1``) acting with
     ``params[...][g]`` (stacked, leading dim G; use :func:`~sumo_cli.meta.expand_params` for a
@@ -78,8 +79,10 @@ def collect_stacked(
         "logp": torch.zeros(T, N, dtype=dtype), "values": torch.zeros(T, N, dtype=dtype),
         "rewards": torch.zeros(T, N, dtype=dtype), "terminated": torch.zeros(T, N, dtype=torch.bool),
         "truncated": torch.zeros(T, N, dtype=torch.bool), "first": torch.zeros(T, N, dtype=torch.bool),
-        "final_values": torch.zeros(T, N, dtype=dtype), "final_obs": torch.zeros(T, N, D, dtype=dtype),
+        "final_values": torch.zeros(T, N, dtype=dtype),
     }
+    if keep_final_obs:  # for a strategy that bootstraps from each episode's last observation (adapt.chains)
+        bufs["final_obs"] = torch.zeros(T, N, D, dtype=dtype)
     states = {k: torch.zeros(T, N, spec.hidden, dtype=dtype) for k in state}  # state fed into each step
 
     def net_in(o: np.ndarray) -> Tensor:
@@ -104,9 +107,9 @@ def collect_stacked(
         if trunc_only.any():
             _, vf, _ = P.forward(spec, params, net_in(out.final_obs), new_state)
             bufs["final_values"][t] = torch.where(torch.as_tensor(trunc_only), vf.reshape(N), torch.zeros(N, dtype=dtype))
-        ended = term | trunc
-        if ended.any():
-            bufs["final_obs"][t][torch.as_tensor(ended)] = torch.as_tensor(np.asarray(out.final_obs), dtype=dtype)[torch.as_tensor(ended)]
+        if keep_final_obs and (term | trunc).any():
+            ended = torch.as_tensor(term | trunc)
+            bufs["final_obs"][t][ended] = torch.as_tensor(np.asarray(out.final_obs), dtype=dtype)[ended]
         bufs["obs"][t] = torch.as_tensor(np.asarray(obs), dtype=dtype)
         bufs["actions"][t] = action.reshape(N, A)
         bufs["logp"][t] = logp.reshape(N)

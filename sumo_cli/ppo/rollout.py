@@ -42,7 +42,7 @@ class Rollout:
     # so the learner normalises exactly as the actions were chosen. None: the learner's own.
     norm_stats: dict[str, Tensor] | None = None
     # The observation after step t where an episode ended there (else zeros); only collections that
-    # hand whole episodes to an adaptation strategy keep it (meta_train.collect_stacked).
+    # hand whole episodes to an adaptation strategy keep it (collect_stacked(keep_final_obs=True)).
     final_obs: Tensor | None = None  # (T, N, D)
 
     @property
