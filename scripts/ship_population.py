@@ -62,7 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--code-commit", required=True)
     ap.add_argument("--quality", help="measured results by slot (JSON)")
     ap.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "policies"))
+    ap.add_argument("--trained-as", action="append", default=[], metavar="STEP=AGENT",
+                    help="a step's sitting ran as a `sumo train` run of another name (AGENT, continued from the step's "
+                         "shipped final stage); ships it as the step's")
+    ap.add_argument("--keep-shipped", action="store_true",
+                    help="steps the database does not hold keep their shipped entries (ship only what it holds)")
     args = ap.parse_args(argv)
+    trained_as = dict(a.split("=", 1) for a in args.trained_as)
     from sumo_cli.runs import population_shipped as PS
 
     plan = load_plan(args.plan)
@@ -77,8 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         for step in plan.steps:
             if not step.member:
                 continue
-            source = step.weights_of or step.name
+            step_name = step.weights_of or step.name
+            source = trained_as.get(step_name, step_name)
             agent = registry.get_agent(s, source)
+            if (agent is None or not agent.versions) and args.keep_shipped and step.member in prior:
+                by_step[step.name] = (step, None, None, None, None)
+                continue
             if agent is None or not agent.versions:
                 sys.exit(f"step {source} has no versions in {args.db}: train the plan first")
             if PS.from_shipped(agent):  # done from what shipped: it ships as it did
@@ -87,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
                 by_step[step.name] = (step, None, None, None, None)
                 continue
             run, its = _run_iterations(s, agent)
-            offset = PS.continued_from(s, plan.step(source), run.config or {})  # iterations shipped before its run
-            before = prior.get(plan.step(source).member) if offset else None
+            offset = PS.continued_from(s, plan.step(step_name), run.config or {})  # iterations shipped before its run
+            if source != step_name and not offset:
+                sys.exit(f"{source} did not continue from the shipped final stage of {step_name}'s member")
+            before = prior.get(plan.step(step_name).member) if offset else None
             held, old = PS.merged_versions(before, offset, [v.version for v in agent.versions])
             stages = stage_versions(held)
             rows = {offset + v.version: v for v in agent.versions}
@@ -96,14 +108,16 @@ def main(argv: list[str] | None = None) -> int:
             steps, wall = its[last].env_steps, round(sum(i.wall_seconds for k, i in its.items() if k <= last), 1)
             sittings = PS.sittings(before, offset, {"iterations": last, "env_steps": steps, "wall_seconds": wall, "seed": run.seed,
                                                     "code_commit": args.code_commit,
+                                                    **({"trained_as": f"sumo train run {run.id}, {source}"} if source != step_name else {}),
                                                     **({"continued_from": run.config["train"]["init_from"]} if offset else {})})
             env_before = sum(e["env_steps"] or 0 for e in sittings[:-1])
-            train = list(plan.step(source).train)
+            train = list(plan.step(step_name).train)
             provenance = {
                 "plan_step": {"name": step.name, "member": step.member,
                               **({"weights_of": step.weights_of} if step.weights_of else {"train": shlex.join(train)}),
                               "depends": list(step.depends)},
-                "command": f"sumo population train (step {step.name} of policies/{Path(args.plan).name})",
+                "command": f"sumo population train (step {step.name} of policies/{Path(args.plan).name})" if source == step_name
+                else f"sumo train run {run.id} ({source}), continued from {run.config['train']['init_from']} as a sitting of step {step_name}",
                 "seed": run.seed, "env_steps": env_before + steps, "iterations": offset + last,
                 "wall_seconds": round(sum(e["wall_seconds"] or 0 for e in sittings), 1),
                 "code_commit": args.code_commit, "trained_as": source, "config": run.config.get("train", {}),
