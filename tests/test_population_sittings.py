@@ -69,6 +69,17 @@ def _runs(db: Path) -> dict:
     return out, versions
 
 
+def _checkpoints(db: Path, name: str) -> list[str]:
+    from sumo_cli.store import registry
+    from sumo_cli.store.database import Database
+
+    d = Database(f"sqlite:///{db}")
+    with d.read() as s:
+        out = [v.checkpoint_path for v in registry.get_agent(s, name).versions]
+    d.dispose()
+    return out
+
+
 def _files(folder: Path) -> dict:
     return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_ino) for p in folder.rglob("*")
             if p.is_file() and p.name != "manifest.json"}
@@ -140,6 +151,14 @@ def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, mo
     assert code == 0, err
     runs, versions = _runs(db)
     assert runs == {} and versions == {"t-ant": [1, 2, 3, 4, 5], "t-ant-track": [1, 2, 3, 4, 5], "t-bug": [1, 2]}
+    # the checkout moves (a new worktree): the steps registered from shipped follow the shipped files
+    moved = tmp_path / "policies-moved"
+    shutil.move(str(policies), str(moved))
+    monkeypatch.setenv("SUMO_POLICIES", str(moved))
+    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 5))
+    assert code == 0, err
+    assert _runs(db)[0] == {} and _checkpoints(db, "t-bug") and all(
+        Path(c).is_relative_to(moved) for c in _checkpoints(db, "t-bug"))
     # ... and when the plan grows again, the step registered from shipped continues from its final stage
     code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 6))
     assert code == 0, err

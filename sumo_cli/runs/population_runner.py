@@ -74,7 +74,8 @@ def step_states(db: Database, plan: Plan) -> list[StepState]:
         for step in plan.steps:
             agent = registry.get_agent(s, step.name)
             if step.trains and (agent is None or PS.from_shipped(agent)) and step.name in shipped:
-                out.append(_shipped_state(step, planned_iterations(step), shipped[step.name], agent is not None))
+                out.append(_shipped_state(step, planned_iterations(step), shipped[step.name],
+                                          PS.registered_as_shipped(s, agent, shipped[step.name])))
                 continue
             if not step.trains:
                 source = registry.get_agent(s, step.weights_of)

@@ -107,14 +107,30 @@ def register(db: Database, step, shipped_step: ShippedStep) -> int:  # noqa: ANN
         if agent is None:
             agent = registry.create_agent(s, step.name, source.body, source.arch, source.strategy, "trained",
                                           {ORIGIN_KEY: shipped_step.member, "iterations": shipped_step.iterations})
-        have = {v.version for v in agent.versions}
+        have = {v.version: v for v in agent.versions}
         for v in source.versions:
-            if v.version not in have and v.version in shipped_step.versions:
+            if v.version not in shipped_step.versions:
+                continue
+            held = have.get(v.version)
+            if held is None:
                 registry.add_version(s, agent, v.version, v.checkpoint_path, v.sha256, iteration=v.iteration,
                                      metrics=dict(v.metrics) if v.metrics else None)
                 added += 1
+            elif (held.checkpoint_path, held.sha256) != (v.checkpoint_path, v.sha256):  # the checkout moved
+                held.checkpoint_path, held.sha256 = v.checkpoint_path, v.sha256
         registry.set_default_version(agent, shipped_step.final)
     return added
+
+
+def registered_as_shipped(s, agent, shipped_step: ShippedStep) -> bool:  # noqa: ANN001 - a read session, an Agent
+    """Whether a registered-from-shipped step agent holds the member's shipped versions at the member's
+    files (not those of a checkout that has since moved or shipped again)."""
+    source = registry.get_agent(s, shipped_step.member)
+    if agent is None or source is None:
+        return False
+    want = {v.version: (v.checkpoint_path, v.sha256) for v in source.versions if v.version in shipped_step.versions}
+    have = {v.version: (v.checkpoint_path, v.sha256) for v in agent.versions}
+    return all(have.get(k) == w for k, w in want.items())
 
 
 def unregister(db: Database, step) -> None:  # noqa: ANN001 - a population_plan.Step
