@@ -71,7 +71,13 @@ def test_a_database_made_before_an_agent_was_reshipped_sees_the_new_shipping(pol
     assert load_agent(db, "ant-mlp").version == 9
     again7 = load_agent(db, "ant-mlp@7").params
     assert any(not torch.equal(first7[k], again7[k]) for k in first7)
-    assert load_agent(db, "ant-mlp@3").version == 3  # no longer shipped, still registered (games may name it)
+    assert load_agent(db, "ant-mlp@3").version == 3  # no longer shipped, still registered while its file is there
+    for f in policies.glob("ant-mlp/v00003.*"):
+        f.unlink()  # pruned (scripts/ship_population.py): forgotten, so no training run draws it as an opponent
+    assert shipped.register_shipped(db) == ["ant-mlp"]
+    assert shipped.register_shipped(db) == []
+    with pytest.raises(UserError, match="no version 3"):
+        load_agent(db, "ant-mlp@3")
 
 
 def test_a_tampered_shipped_file_is_refused(policies, tmp_path):
@@ -202,3 +208,4 @@ def test_a_policies_folder_that_is_not_there_is_named(cli, monkeypatch, tmp_path
     monkeypatch.setenv("SUMO_POLICIES", str(tmp_path))
     code, out, err = cli("agents")
     assert code == 2 and "holds no manifest.json" in err
+

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from sumo_cli import names
 from sumo_cli.errors import UserError
-from sumo_cli.store.models import Agent, Match, Version
+from sumo_cli.store.models import Agent, Match, Member, Rating, Version
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -114,6 +114,19 @@ def delete_agent(session: Session, agent: Agent) -> None:
     """Remove an agent and its version rows (not its files)."""
     session.delete(agent)
     session.flush()
+
+
+def drop_version_if_unused(session: Session, row: Version) -> bool:
+    """Delete a version row that no match, rating or evolution member names; returns whether it did."""
+    vid = row.id
+    used = (session.scalar(select(Match.id).where((Match.version_a_id == vid) | (Match.version_b_id == vid)).limit(1))
+            or session.scalar(select(Rating.id).where(Rating.version_id == vid).limit(1))
+            or session.scalar(select(Member.id).where(Member.version_id == vid).limit(1)))
+    if used is not None:
+        return False
+    session.delete(row)
+    session.flush()
+    return True
 
 
 def version_paths(session: Session, agent_names: list[str]) -> dict[str, dict[int, str]]:

@@ -115,18 +115,39 @@ def _moved(held: tuple[str, int | None, dict[int, str]] | None, paths: dict[int,
     return any((paths or {}).get(v.version, str(v.path)) != str(v.path) for v in shipped.versions)
 
 
+def _present(checkpoint: str) -> bool:
+    """Whether a version's tensors file is there (a checkpoint path names ``<base>`` or ``<base>.safetensors``)."""
+    p = Path(checkpoint)
+    return (p if p.name.endswith(".safetensors") else p.with_name(p.name + ".safetensors")).is_file()
+
+
+def _gone(held: tuple[str, int | None, dict[int, str]] | None, paths: dict[int, str] | None,
+          shipped: ShippedAgent) -> bool:
+    """Whether the database holds versions of a shipped agent that it no longer ships and whose files are
+    gone (a training run would draw them as opponents and fail to load them)."""
+    if held is None or held[0] != PROVENANCE:
+        return False
+    now = {v.version for v in shipped.versions}
+    return any(v not in now and not _present(p) for v, p in (paths or {}).items())
+
+
 def register_shipped(db: Database) -> list[str]:
     """Register the shipped agents that ``db`` does not have, and bring up to date the ones it holds
     from an earlier shipping (a re-shipped agent: its versions' files and hashes, its default and
-    provenance; versions no longer shipped stay, as games may name them); returns their names. Safe to
-    run from several processes at once (a concurrent registration wins; this one then adds nothing)."""
+    provenance; a version no longer shipped stays while its file does or a game names it, else it is
+    forgotten); returns their names. Safe to run from several processes at once (a concurrent
+    registration wins; this one then adds nothing)."""
     agents = read_manifest()
     if not agents:
         return []
     with db.read() as s:
         held = registry.version_hashes(s, [a.name for a in agents])
         paths = registry.version_paths(s, [a.name for a in agents])
-    todo = [a for a in agents if _out_of_date(held.get(a.name), a) or _moved(held.get(a.name), paths.get(a.name), a)]
+    def stale(a: ShippedAgent) -> bool:
+        h, p = held.get(a.name), paths.get(a.name)
+        return _out_of_date(h, a) or _moved(h, p, a) or _gone(h, p, a)
+
+    todo = [a for a in agents if stale(a)]
     if not todo:
         return []
     try:
@@ -135,7 +156,7 @@ def register_shipped(db: Database) -> list[str]:
             paths = registry.version_paths(s, [a.name for a in todo])
             done = []
             for a in todo:
-                if not _out_of_date(held.get(a.name), a) and not _moved(held.get(a.name), paths.get(a.name), a):
+                if not stale(a):
                     continue
                 agent = registry.get_agent(s, a.name)
                 origin = {"source": "policies", **a.provenance}
@@ -143,6 +164,10 @@ def register_shipped(db: Database) -> list[str]:
                     agent = registry.create_agent(s, a.name, a.body, a.arch, a.strategy, PROVENANCE, origin)
                 agent.origin = origin
                 have = {v.version: v for v in agent.versions}
+                now = {v.version for v in a.versions}
+                for version, row in list(have.items()):
+                    if version not in now and not _present(row.checkpoint_path):
+                        registry.drop_version_if_unused(s, row)
                 for v in a.versions:
                     metrics = {"env_steps": v.env_steps} if v.env_steps is not None else None
                     row = have.get(v.version)
