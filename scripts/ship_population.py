@@ -11,7 +11,9 @@ removed), so the history stays small. Agents shipped beside the population (``sc
 learning opponents, candidates) keep their entries and files. A step that continued from its shipped final stage (a new
 sitting, sumo_cli/runs/population_shipped.py) ships its five stages among the shipped versions and its
 run's, numbered by the iterations in all; ``iterations``, ``env_steps`` and ``wall_seconds`` count
-all sittings, and ``sittings`` lists each one's budget. Each entry's provenance is its plan entry
+all sittings, and ``sittings`` lists each one's budget. ``--only STEPS`` ships those steps and keeps the
+others' entries as they are; ``--trained-as STEP=AGENT`` ships a sitting of a step that ran as a
+``sumo train`` run of another name, continued from the step's shipped final stage. Each entry's provenance is its plan entry
 (the step, its
 ``sumo train`` options, what it depends on), seed, env steps and wall time up to its last stage, the
 code commit, the run's stored configuration, what the paper did instead, and, with ``--quality``, the
@@ -65,10 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trained-as", action="append", default=[], metavar="STEP=AGENT",
                     help="a step's sitting ran as a `sumo train` run of another name (AGENT, continued from the step's "
                          "shipped final stage); ships it as the step's")
-    ap.add_argument("--keep-shipped", action="store_true",
-                    help="steps the database does not hold keep their shipped entries (ship only what it holds)")
+    ap.add_argument("--only", default="", metavar="STEPS",
+                    help="comma-separated steps to ship (with their tracking siblings); the others keep their shipped entries")
     args = ap.parse_args(argv)
     trained_as = dict(a.split("=", 1) for a in args.trained_as)
+    only = {n.strip() for n in args.only.split(",") if n.strip()}
     from sumo_cli.runs import population_shipped as PS
 
     plan = load_plan(args.plan)
@@ -85,10 +88,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             step_name = step.weights_of or step.name
             source = trained_as.get(step_name, step_name)
-            agent = registry.get_agent(s, source)
-            if (agent is None or not agent.versions) and args.keep_shipped and step.member in prior:
+            if only and step_name not in only:
+                if step.member not in prior:
+                    sys.exit(f"{step.member} is not shipped yet: ship its step {step_name} too")
                 by_step[step.name] = (step, None, None, None, None)
                 continue
+            agent = registry.get_agent(s, source)
             if agent is None or not agent.versions:
                 sys.exit(f"step {source} has no versions in {args.db}: train the plan first")
             if PS.from_shipped(agent):  # done from what shipped: it ships as it did

@@ -37,14 +37,14 @@ def _plan(tmp_path: Path, ant_iterations: int) -> Path:
     return p
 
 
-def _ship(db: Path, plan: Path, to: Path, commit: str) -> dict:
+def _ship(db: Path, plan: Path, to: Path, commit: str, *extra: str) -> dict:
     import importlib.util
 
     script = Path(__file__).resolve().parents[1] / "scripts" / "ship_population.py"
     spec = importlib.util.spec_from_file_location("ship_population", script)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert mod.main(["--db", str(db), "--plan", str(plan), "--code-commit", commit, "--to", str(to)]) == 0
+    assert mod.main(["--db", str(db), "--plan", str(plan), "--code-commit", commit, "--to", str(to), *extra]) == 0
     return {a["name"]: a for a in json.loads((to / "manifest.json").read_text())["agents"]}
 
 
@@ -102,6 +102,11 @@ def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, mo
     assert [v["version"] for v in first["ant-mlp"]["versions"]] == [1, 2, 3]
     assert first["ant-mlp"]["provenance"]["iterations"] == 3
     assert [s["from_iteration"] for s in first["ant-mlp"]["provenance"]["sittings"]] == [0]
+    # shipping one step again (--only) leaves the others' entries as they are, their commits included
+    only_bug = _ship(db, _plan(tmp_path, 3), policies, "c1-bug", "--only", "t-bug")
+    assert only_bug["ant-mlp"] == first["ant-mlp"] and only_bug["ant-mlp-track"] == first["ant-mlp-track"]
+    assert only_bug["bug-mlp"]["provenance"]["code_commit"] == "c1-bug"
+    first = _ship(db, _plan(tmp_path, 3), policies, "c1")
     # an agent shipped beside the population (scripts/ship_policy.py) keeps its entry through the next shipping
     manifest = json.loads((policies / "manifest.json").read_text())
     beside = {**first["ant-mlp"], "name": "beside-ant-mlp"}
