@@ -199,3 +199,31 @@ def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stag
             assert opponents == ["pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"] and last(opts, "--teacher") == "none"
         else:
             assert opponents == ["pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"] and last(opts, "--teacher") is None
+
+
+@pytest.mark.slow
+def test_a_sitting_run_under_another_name_ships_as_its_steps(cli, tmp_path, monkeypatch):
+    """`ship_population --trained-as STEP=AGENT --only STEP`: a sitting that ran as a plain `sumo train`
+    run, continued from the step's shipped final stage, ships as the step's next sitting."""
+    monkeypatch.setenv("SUMO_CHECKPOINTS", str(tmp_path / "ckpt"))
+    db = tmp_path / "db" / "sumo.sqlite"
+    policies = tmp_path / "policies"
+    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 3), "-j", "2")
+    assert code == 0, err
+    first = _ship(db, _plan(tmp_path, 3), policies, "c1")
+    monkeypatch.setenv("SUMO_POLICIES", str(policies))
+    code, _, err = cli("train", "--body", "ant", "--arch", "mlp", *TINY.split(), "--name", "by-hand-ant",
+                       "--init-from", "ant-mlp@3", "--iterations", "2")
+    assert code == 0, err
+    second = _ship(db, _plan(tmp_path, 5), policies, "c2", "--trained-as", "t-ant=by-hand-ant", "--only", "t-ant")
+    ant = second["ant-mlp"]
+    assert [v["version"] for v in ant["versions"]] == [1, 2, 3, 4, 5] and ant["provenance"]["iterations"] == 5
+    last = ant["provenance"]["sittings"][-1]
+    assert (last["from_iteration"], last["iterations"], last["continued_from"]) == (3, 2, "ant-mlp@3")
+    assert "by-hand-ant" in last["trained_as"] and "by-hand-ant" in ant["provenance"]["command"]
+    assert second["ant-mlp-track"]["versions"] == ant["versions"] and second["bug-mlp"] == first["bug-mlp"]
+    # a run that did not continue from the step's shipped final stage is refused
+    code, _, err = cli("train", "--body", "ant", "--arch", "mlp", *TINY.split(), "--name", "fresh-ant", "--iterations", "1")
+    assert code == 0, err
+    with pytest.raises(SystemExit, match="did not continue"):
+        _ship(db, _plan(tmp_path, 5), policies, "c3", "--trained-as", "t-ant=fresh-ant", "--only", "t-ant")
