@@ -116,13 +116,27 @@ def delete_agent(session: Session, agent: Agent) -> None:
     session.flush()
 
 
+def _unused(version_id):  # noqa: ANN001, ANN202 - a column; a SQL condition
+    """No match, rating or evolution member names this version."""
+    return ~(select(Match.id).where((Match.version_a_id == version_id) | (Match.version_b_id == version_id)).exists()
+             | select(Rating.id).where(Rating.version_id == version_id).exists()
+             | select(Member.id).where(Member.version_id == version_id).exists())
+
+
+def unused_version_paths(session: Session, agent_names: list[str]) -> dict[str, dict[int, str]]:
+    """For each of these agents: {version: checkpoint path} of its versions that no stored game names."""
+    out: dict[str, dict[int, str]] = {}
+    rows = session.execute(select(Agent.name, Version.version, Version.checkpoint_path)
+                           .join(Version, Version.agent_id == Agent.id)
+                           .where(Agent.name.in_(agent_names), _unused(Version.id)))
+    for name, version, path in rows:
+        out.setdefault(name, {})[version] = path
+    return out
+
+
 def drop_version_if_unused(session: Session, row: Version) -> bool:
     """Delete a version row that no match, rating or evolution member names; returns whether it did."""
-    vid = row.id
-    used = (session.scalar(select(Match.id).where((Match.version_a_id == vid) | (Match.version_b_id == vid)).limit(1))
-            or session.scalar(select(Rating.id).where(Rating.version_id == vid).limit(1))
-            or session.scalar(select(Member.id).where(Member.version_id == vid).limit(1)))
-    if used is not None:
+    if not session.scalar(select(_unused(row.id))):
         return False
     session.delete(row)
     session.flush()

@@ -121,14 +121,15 @@ def _present(checkpoint: str) -> bool:
     return (p if p.name.endswith(".safetensors") else p.with_name(p.name + ".safetensors")).is_file()
 
 
-def _gone(held: tuple[str, int | None, dict[int, str]] | None, paths: dict[int, str] | None,
+def _gone(held: tuple[str, int | None, dict[int, str]] | None, unused: dict[int, str] | None,
           shipped: ShippedAgent) -> bool:
-    """Whether the database holds versions of a shipped agent that it no longer ships and whose files are
-    gone (a training run would draw them as opponents and fail to load them)."""
+    """Whether the database holds versions of a shipped agent that it no longer ships, whose files are
+    gone and that no stored game names (a training run would draw them as opponents and fail to load
+    them); ``unused``: the agent's entry of :func:`registry.unused_version_paths`."""
     if held is None or held[0] != PROVENANCE:
         return False
     now = {v.version for v in shipped.versions}
-    return any(v not in now and not _present(p) for v, p in (paths or {}).items())
+    return any(v not in now and not _present(p) for v, p in (unused or {}).items())
 
 
 def register_shipped(db: Database) -> list[str]:
@@ -143,9 +144,11 @@ def register_shipped(db: Database) -> list[str]:
     with db.read() as s:
         held = registry.version_hashes(s, [a.name for a in agents])
         paths = registry.version_paths(s, [a.name for a in agents])
+        unused = registry.unused_version_paths(s, [a.name for a in agents])
+
     def stale(a: ShippedAgent) -> bool:
-        h, p = held.get(a.name), paths.get(a.name)
-        return _out_of_date(h, a) or _moved(h, p, a) or _gone(h, p, a)
+        h = held.get(a.name)
+        return _out_of_date(h, a) or _moved(h, paths.get(a.name), a) or _gone(h, unused.get(a.name), a)
 
     todo = [a for a in agents if stale(a)]
     if not todo:
@@ -154,6 +157,7 @@ def register_shipped(db: Database) -> list[str]:
         with db.write() as s:
             held = registry.version_hashes(s, [a.name for a in todo])
             paths = registry.version_paths(s, [a.name for a in todo])
+            unused = registry.unused_version_paths(s, [a.name for a in todo])
             done = []
             for a in todo:
                 if not stale(a):
