@@ -69,6 +69,15 @@ def _runs(db: Path) -> dict:
     return out, versions
 
 
+def _first_sitting(cli, tmp_path: Path, monkeypatch) -> tuple[Path, Path, dict]:  # noqa: ANN001
+    """Sitting 1: the plan with the ant at 3 iterations trained and shipped; (database, policies, manifest)."""
+    monkeypatch.setenv("SUMO_CHECKPOINTS", str(tmp_path / "ckpt"))
+    db, policies = tmp_path / "db" / "sumo.sqlite", tmp_path / "policies"
+    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 3), "-j", "2")
+    assert code == 0, err
+    return db, policies, _ship(db, _plan(tmp_path, 3), policies, "c1")
+
+
 def _checkpoints(db: Path, name: str) -> list[str]:
     from sumo_cli.store import registry
     from sumo_cli.store.database import Database
@@ -92,13 +101,7 @@ def _fresh_machine(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, monkeypatch):
-    monkeypatch.setenv("SUMO_CHECKPOINTS", str(tmp_path / "ckpt"))
-    db = tmp_path / "db" / "sumo.sqlite"
-    policies = tmp_path / "policies"
-    # sitting 1: the ant to 3 iterations, the bug to 2; shipped
-    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 3), "-j", "2")
-    assert code == 0, err
-    first = _ship(db, _plan(tmp_path, 3), policies, "c1")
+    db, policies, first = _first_sitting(cli, tmp_path, monkeypatch)  # the ant to 3 iterations, the bug to 2
     assert [v["version"] for v in first["ant-mlp"]["versions"]] == [1, 2, 3]
     assert first["ant-mlp"]["provenance"]["iterations"] == 3
     assert [s["from_iteration"] for s in first["ant-mlp"]["provenance"]["sittings"]] == [0]
@@ -205,12 +208,7 @@ def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stag
 def test_a_sitting_run_under_another_name_ships_as_its_steps(cli, tmp_path, monkeypatch):
     """`ship_population --trained-as STEP=AGENT --only STEP`: a sitting that ran as a plain `sumo train`
     run, continued from the step's shipped final stage, ships as the step's next sitting."""
-    monkeypatch.setenv("SUMO_CHECKPOINTS", str(tmp_path / "ckpt"))
-    db = tmp_path / "db" / "sumo.sqlite"
-    policies = tmp_path / "policies"
-    code, _, err = cli("population", "train", "--plan", _plan(tmp_path, 3), "-j", "2")
-    assert code == 0, err
-    first = _ship(db, _plan(tmp_path, 3), policies, "c1")
+    db, policies, first = _first_sitting(cli, tmp_path, monkeypatch)
     monkeypatch.setenv("SUMO_POLICIES", str(policies))
     code, _, err = cli("train", "--body", "ant", "--arch", "mlp", *TINY.split(), "--name", "by-hand-ant",
                        "--init-from", "ant-mlp@3", "--iterations", "2")

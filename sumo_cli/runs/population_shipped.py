@@ -108,9 +108,7 @@ def register(db: Database, step, shipped_step: ShippedStep) -> int:  # noqa: ANN
             agent = registry.create_agent(s, step.name, source.body, source.arch, source.strategy, "trained",
                                           {ORIGIN_KEY: shipped_step.member, "iterations": shipped_step.iterations})
         have = {v.version: v for v in agent.versions}
-        for v in source.versions:
-            if v.version not in shipped_step.versions:
-                continue
+        for v in _shipped_rows(source, shipped_step):
             held = have.get(v.version)
             if held is None:
                 registry.add_version(s, agent, v.version, v.checkpoint_path, v.sha256, iteration=v.iteration,
@@ -122,15 +120,18 @@ def register(db: Database, step, shipped_step: ShippedStep) -> int:  # noqa: ANN
     return added
 
 
+def _shipped_rows(source, shipped_step: ShippedStep) -> list:  # noqa: ANN001 - the member's Agent; its Versions
+    return [v for v in source.versions if v.version in shipped_step.versions]
+
+
 def registered_as_shipped(s, agent, shipped_step: ShippedStep) -> bool:  # noqa: ANN001 - a read session, an Agent
     """Whether a registered-from-shipped step agent holds the member's shipped versions at the member's
     files (not those of a checkout that has since moved or shipped again)."""
     source = registry.get_agent(s, shipped_step.member)
     if agent is None or source is None:
         return False
-    want = {v.version: (v.checkpoint_path, v.sha256) for v in source.versions if v.version in shipped_step.versions}
     have = {v.version: (v.checkpoint_path, v.sha256) for v in agent.versions}
-    return all(have.get(k) == w for k, w in want.items())
+    return all(have.get(v.version) == (v.checkpoint_path, v.sha256) for v in _shipped_rows(source, shipped_step))
 
 
 def unregister(db: Database, step) -> None:  # noqa: ANN001 - a population_plan.Step

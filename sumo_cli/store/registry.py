@@ -123,14 +123,13 @@ def _unused(version_id):  # noqa: ANN001, ANN202 - a column; a SQL condition
              | select(Member.id).where(Member.version_id == version_id).exists())
 
 
-def unused_version_paths(session: Session, agent_names: list[str]) -> dict[str, dict[int, str]]:
-    """For each of these agents: {version: checkpoint path} of its versions that no stored game names."""
-    out: dict[str, dict[int, str]] = {}
-    rows = session.execute(select(Agent.name, Version.version, Version.checkpoint_path)
-                           .join(Version, Version.agent_id == Agent.id)
+def unused_versions(session: Session, agent_names: list[str]) -> dict[str, set[int]]:
+    """For each of these agents: its versions that no stored game names."""
+    out: dict[str, set[int]] = {}
+    rows = session.execute(select(Agent.name, Version.version).join(Version, Version.agent_id == Agent.id)
                            .where(Agent.name.in_(agent_names), _unused(Version.id)))
-    for name, version, path in rows:
-        out.setdefault(name, {})[version] = path
+    for name, version in rows:
+        out.setdefault(name, set()).add(version)
     return out
 
 

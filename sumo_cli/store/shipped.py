@@ -121,15 +121,25 @@ def _present(checkpoint: str) -> bool:
     return (p if p.name.endswith(".safetensors") else p.with_name(p.name + ".safetensors")).is_file()
 
 
-def _gone(held: tuple[str, int | None, dict[int, str]] | None, unused: dict[int, str] | None,
-          shipped: ShippedAgent) -> bool:
-    """Whether the database holds versions of a shipped agent that it no longer ships, whose files are
-    gone and that no stored game names (a training run would draw them as opponents and fail to load
-    them); ``unused``: the agent's entry of :func:`registry.unused_version_paths`."""
+def _forgettable(held: tuple[str, int | None, dict[int, str]] | None, paths: dict[int, str] | None,
+                 shipped: ShippedAgent) -> set[int]:
+    """The held versions of a shipped agent that it no longer ships and whose files are gone (a training
+    run would draw them as opponents and fail to load them); forgotten unless a stored game names them."""
     if held is None or held[0] != PROVENANCE:
-        return False
+        return set()
     now = {v.version for v in shipped.versions}
-    return any(v not in now and not _present(p) for v, p in (unused or {}).items())
+    return {v for v, p in (paths or {}).items() if v not in now and not _present(p)}
+
+
+def _stale(s, agents: list[ShippedAgent]) -> list[ShippedAgent]:  # noqa: ANN001 - a session
+    """The shipped agents the database lacks, or holds from an earlier shipping, from another folder, or
+    with versions to forget (the games table is read only when some version's file is gone)."""
+    names = [a.name for a in agents]
+    held, paths = registry.version_hashes(s, names), registry.version_paths(s, names)
+    gone = {a.name: _forgettable(held.get(a.name), paths.get(a.name), a) for a in agents}
+    unused = registry.unused_versions(s, [n for n, vs in gone.items() if vs]) if any(gone.values()) else {}
+    return [a for a in agents if _out_of_date(held.get(a.name), a) or _moved(held.get(a.name), paths.get(a.name), a)
+            or gone[a.name] & unused.get(a.name, set())]
 
 
 def register_shipped(db: Database) -> list[str]:
@@ -142,26 +152,13 @@ def register_shipped(db: Database) -> list[str]:
     if not agents:
         return []
     with db.read() as s:
-        held = registry.version_hashes(s, [a.name for a in agents])
-        paths = registry.version_paths(s, [a.name for a in agents])
-        unused = registry.unused_version_paths(s, [a.name for a in agents])
-
-    def stale(a: ShippedAgent) -> bool:
-        h = held.get(a.name)
-        return _out_of_date(h, a) or _moved(h, paths.get(a.name), a) or _gone(h, unused.get(a.name), a)
-
-    todo = [a for a in agents if stale(a)]
+        todo = _stale(s, agents)
     if not todo:
         return []
     try:
         with db.write() as s:
-            held = registry.version_hashes(s, [a.name for a in todo])
-            paths = registry.version_paths(s, [a.name for a in todo])
-            unused = registry.unused_version_paths(s, [a.name for a in todo])
             done = []
-            for a in todo:
-                if not stale(a):
-                    continue
+            for a in _stale(s, todo):  # again inside the write: a concurrent registration may have done it
                 agent = registry.get_agent(s, a.name)
                 origin = {"source": "policies", **a.provenance}
                 if agent is None:
