@@ -122,7 +122,7 @@ def require_positive(value: int, what: str) -> int:
     return value
 
 
-_FORMATS = {".png": "PNG", ".mp4": "MP4", ".csv": "CSV"}
+_FORMATS = {".png": "PNG", ".mp4": "MP4", ".csv": "CSV", ".gz": "gzip-compressed"}
 
 
 def check_output(path, option: str, suffix: str):  # noqa: ANN001, ANN201 - str | Path | None -> Path | None

@@ -182,6 +182,67 @@ def show(
             err_console.print(f"figure written to {doc[key]}", highlight=False)
 
 
+@app.command("export")
+@friendly
+def export_run(
+    ctx: typer.Context,
+    run_id: int = typer.Argument(..., help="Run id from `sumo runs`: a tournament, evolution or game experiment."),
+    out: str = typer.Option(..., "--out", help="The archive to write (gzip-compressed JSON, e.g. run-7.json.gz)."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+) -> None:
+    """Write a run of games to one file, to continue or report it in another database.
+
+    The archive holds the run's settings, its stored games (every round and bout), ratings and
+    evolution members, and names each version it played by agent, version number and checkpoint
+    SHA-256. `sumo runs import` stores it in another database, on any machine; an unfinished run
+    then continues there with --resume, with the results it would have had here. A run still
+    playing is exported as it stands."""
+    from pathlib import Path
+
+    from sumo_cli.store.archive import export_run as export, write_archive
+
+    path = check_output(out, "--out", ".gz")
+    payload = export(open_db(ctx), run_id)
+    write_archive(Path(path), payload)
+    doc = {"run_id": run_id, "kind": payload["run"]["kind"], "status": payload["run"]["status"],
+           "games": len(payload["matches"]), "versions": len(payload["versions"]), "path": str(path),
+           "bytes": Path(path).stat().st_size}
+    if json_out:
+        print_json(doc)
+        return
+    err_console.print(f"wrote {path}: {doc['kind']} run {run_id} ({doc['status']}), {doc['games']} games, "
+                      f"{doc['versions']} versions, {doc['bytes']:,} bytes", highlight=False, soft_wrap=True)
+
+
+@app.command("import")
+@friendly
+def import_run(
+    ctx: typer.Context,
+    path: str = typer.Argument(..., help="An archive written by `sumo runs export`."),
+    json_out: bool = typer.Option(False, "--json", help="Print the new run's id, status and resume command as JSON."),
+) -> None:
+    """Store a run archive in this database as a new run, to continue or report it here.
+
+    Prints the new run's id, and the command that continues it when it is unfinished. Every version the run played must be in this database with the same checkpoint (the shipped
+    agents are in every database); otherwise nothing is written."""
+    from pathlib import Path
+
+    from sumo_cli.store.archive import import_run as load, read_archive
+
+    payload = read_archive(Path(path))
+    db = open_db(ctx)
+    run_id, status = load(db, payload)
+    row = {"id": run_id, "kind": payload["run"]["kind"], "status": status}
+    doc = {**row, "games": len(payload["matches"]), "resume": resume_of(ctx, row)}
+    if json_out:
+        print_json(doc)
+        return
+    err_console.print(f"imported {path} as {doc['kind']} run {run_id} ({status}, {doc['games']} games stored)",
+                      highlight=False, soft_wrap=True)
+    if doc["resume"]:
+        err_console.print(f"continue it with: {doc['resume']}", highlight=False, soft_wrap=True)
+
+
 def _write_results_csv(path: str, doc: dict):  # noqa: ANN202
     """A run's results as CSV: per kind, the rows a table of them would have."""
     from sumo_cli.report import csv_export as C

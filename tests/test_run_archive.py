@@ -1,0 +1,127 @@
+"""`sumo runs export` / `sumo runs import`: a run of games carried to another database continues
+there with the results it would have had where it started, and a finished one shows the same
+leaderboard or shares; archives that are damaged, foreign or name versions the database lacks are
+refused in one sentence, with nothing written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+GAME = ("--rounds", "2", "--episodes", "2", "--physics", "fast", "--seed", "5", "-j", "1")
+AGENTS = "ant-mlp,sparring-ant:track"
+
+
+def _json(cli, *args):  # noqa: ANN001, ANN202
+    code, out, err = cli(*args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _cut(db, keep_games: int, keep_generations: int | None = None) -> None:
+    """Make run 1 of ``db`` look interrupted after its first ``keep_games`` games (and, for an
+    evolution, its first ``keep_generations`` generations of members), as a kill leaves it."""
+    con = sqlite3.connect(db)
+    late = "select id from matches where run_id = 1 and run_index >= ?"
+    con.execute(f"delete from episodes where round_id in (select id from rounds where match_id in ({late}))",
+                (keep_games,))
+    con.execute(f"delete from rounds where match_id in ({late})", (keep_games,))
+    con.execute("delete from ratings where run_id = 1")
+    con.execute("delete from matches where run_id = 1 and run_index >= ?", (keep_games,))
+    if keep_generations is not None:
+        con.execute("delete from members where run_id = 1 and generation >= ?", (keep_generations,))
+    con.execute("update runs set status = 'running', progress_done = ?, owner = null, finished_at = null "
+                "where id = 1", (keep_games,))
+    con.commit()
+    con.close()
+
+
+def test_a_tournament_resumed_in_another_database_ends_as_it_would_have(shipped_ants, cli, tmp_path):
+    whole = _json(cli, "--db", "whole.sqlite", "tournament", "--agents", AGENTS, "--matches", "6", *GAME)
+    assert _json(cli, "--db", "part.sqlite", "tournament", "--agents", AGENTS, "--matches", "6", *GAME)["run_id"] == 1
+    _cut(tmp_path / "part.sqlite", 3)
+
+    written = _json(cli, "--db", "part.sqlite", "runs", "export", "1", "--out", "part.json.gz")
+    assert (written["status"], written["games"]) == ("running", 3)
+    code, out, err = cli("--db", "elsewhere.sqlite", "runs", "import", "part.json.gz")
+    assert code == 0, err
+    assert "imported part.json.gz as tournament run 1 (interrupted, 3 games stored)" in err
+    resume = err.split("continue it with: ")[1].split()
+    assert resume[:2] == ["sumo", "--db"] and resume[3:] == ["tournament", "--resume", "1"]
+
+    resumed = _json(cli, "--db", "elsewhere.sqlite", "tournament", "--resume", "1")
+    assert resumed["leaderboard"] == whole["leaderboard"]
+    shown = _json(cli, "--db", "elsewhere.sqlite", "runs", "show", "1")
+    assert shown["results"]["rated"] == 6 and shown["run"]["status"] == "finished"
+
+
+def test_a_finished_run_reads_the_same_after_the_trip(shipped_ants, cli):
+    _json(cli, "--db", "a.sqlite", "evolve", "--agents", AGENTS, "--copies", "2", "--generations", "2",
+          "--matches", "3", *GAME)
+    _json(cli, "--db", "a.sqlite", "runs", "export", "1", "--out", "evo.json.gz")
+    again = _json(cli, "--db", "a.sqlite", "runs", "export", "1", "--out", "evo2.json.gz")
+    assert open("evo.json.gz", "rb").read() == open(again["path"], "rb").read()  # same run, same bytes
+    _json(cli, "--db", "b.sqlite", "tournament", "--agents", AGENTS, "--matches", "1", *GAME)  # ids differ there
+    imported = _json(cli, "--db", "b.sqlite", "runs", "import", "evo.json.gz")
+    assert (imported["id"], imported["status"], imported["resume"]) == (2, "finished", None)
+    before = _json(cli, "--db", "a.sqlite", "runs", "show", "1")
+    after = _json(cli, "--db", "b.sqlite", "runs", "show", "2")
+    assert after["generations"] == before["generations"] and len(after["generations"]) == 3
+    code, out, _ = cli("--db", "a.sqlite", "matches", "--json")
+    code2, out2, _ = cli("--db", "b.sqlite", "matches", "--json")
+    games = lambda doc, run: sorted((m["a"], m["b"], m["outcome"], m["rounds"]) for m in json.loads(doc)  # noqa: E731
+                                    if m.get("run_id") == run)
+    assert games(out2, 2) == games(out, 1) and len(games(out, 1)) == 6
+
+
+def test_an_evolution_resumed_in_another_database_ends_as_it_would_have(shipped_ants, cli, tmp_path):
+    args = ("evolve", "--agents", AGENTS, "--copies", "2", "--generations", "2", "--matches", "3", *GAME)
+    whole = _json(cli, "--db", "whole.sqlite", *args)
+    _json(cli, "--db", "part.sqlite", *args)
+    _cut(tmp_path / "part.sqlite", 4, keep_generations=2)  # generation 1 complete, one game of the second
+    _json(cli, "--db", "part.sqlite", "runs", "export", "1", "--out", "part.json.gz")
+    assert _json(cli, "--db", "b.sqlite", "runs", "import", "part.json.gz")["status"] == "interrupted"
+    resumed = _json(cli, "--db", "b.sqlite", "evolve", "--resume", "1")
+    assert resumed["generations"] == whole["generations"]
+
+
+def test_archives_that_cannot_be_imported_are_refused_with_nothing_written(shipped_ants, cli, tmp_path):
+    _json(cli, "--db", "a.sqlite", "tournament", "--agents", AGENTS, "--matches", "2", *GAME)
+    _json(cli, "--db", "a.sqlite", "runs", "export", "1", "--out", "t.json.gz")
+    doc = json.loads(gzip.open("t.json.gz").read())
+
+    def refused(name: str, body: bytes, words: str) -> None:
+        (tmp_path / name).write_bytes(body)
+        code, _, err = cli("--db", "b.sqlite", "runs", "import", name)
+        assert code == 2 and words in err and "Traceback" not in err, err
+        assert _json(cli, "--db", "b.sqlite", "runs") == []
+
+    refused("plain.json.gz", b"not gzip at all", "is not a run archive")
+    refused("other.json.gz", gzip.compress(b'{"format": "something else"}'), "is not a run archive")
+    doc["payload"]["run"]["seed"] += 1
+    refused("tampered.json.gz", gzip.compress(json.dumps(doc).encode()), "is damaged")
+    doc["payload"]["run"]["seed"] -= 1
+    doc["payload"]["versions"][0]["sha256"] = "0" * 64
+    import hashlib
+
+    doc["sha256"] = hashlib.sha256(json.dumps(doc["payload"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    refused("foreign.json.gz", gzip.compress(json.dumps(doc).encode()), "is not the version the run played")
+    doc["payload"]["versions"][0]["agent"] = "nobody-here"
+    doc["sha256"] = hashlib.sha256(json.dumps(doc["payload"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    refused("missing.json.gz", gzip.compress(json.dumps(doc).encode()), "which this database does not hold")
+
+    code, _, err = cli("--db", "a.sqlite", "runs", "export", "9", "--out", "x.json.gz")
+    assert code == 2 and "no run with id 9" in err and not (tmp_path / "x.json.gz").exists()
+    code, _, err = cli("--db", "a.sqlite", "runs", "export", "1", "--out", "x.json")
+    assert code == 2 and "ending in .gz" in err
+    tiny = ("--recipe", "paper", "--envs", "2", "--steps", "20", "--physics", "fast", "--epochs", "1",
+            "--minibatches", "1", "--anneal", "2", "--iterations", "1")
+    code, _, err = cli("--db", "a.sqlite", "train", "--body", "ant", "--name", "tiny-ant", *tiny)
+    assert code == 0, err
+    code, _, err = cli("--db", "a.sqlite", "runs", "export", "2", "--out", "x.json.gz")
+    assert code == 2 and "stored versions of its own" in err and not (tmp_path / "x.json.gz").exists()
