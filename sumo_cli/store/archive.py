@@ -19,7 +19,7 @@ import gzip
 import hashlib
 import json
 import os
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from sqlalchemy import insert, select
@@ -36,11 +36,14 @@ UNFINISHED = "interrupted"
 
 
 def _when(t: datetime | None) -> str | None:
-    return t.isoformat() if t is not None else None
+    """A stored time as UTC without an offset: SQLite gives it back naive, PostgreSQL with one."""
+    if t is None:
+        return None
+    return (t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo is not None else t).isoformat()
 
 
 def _parse(t: str | None) -> datetime | None:
-    return datetime.fromisoformat(t) if t is not None else None
+    return datetime.fromisoformat(t).replace(tzinfo=timezone.utc) if t is not None else None
 
 
 def _canonical(payload: dict) -> bytes:
