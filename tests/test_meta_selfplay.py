@@ -60,7 +60,8 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
         for key in ("loss", "ppo", "vf", "score", "pre_return", "post_return", "update_seconds"):
             assert key in m, key
         heldout = ("heldout_return_adapted", "heldout_return_unadapted", "heldout_gain", "heldout_gain_ci95",
-                   "heldout_return_crossed", "heldout_specific_gain", "heldout_specific_gain_ci95")
+                   "heldout_return_crossed", "heldout_specific_gain", "heldout_specific_gain_ci95",
+                   "heldout_won_adapted", "heldout_won_unadapted", "heldout_won_gain", "heldout_won_gain_ci95")
         assert all(key in m for key in heldout) == (it.iteration == 1)
         assert "phases" not in m
     assert [i.env_steps for i in its] == [6 * 80, 10 * 80] and doc["env_steps"] == 10 * 80  # every phase counted
@@ -70,6 +71,9 @@ def test_meta_training_writes_learned_step_sizes_and_plays_a_game(cli, tmp_path)
     # episode in one phase they differ from the difference of the mean returns)
     assert math.isfinite(m["heldout_specific_gain"]) and math.isfinite(m["heldout_return_crossed"])
     assert m["heldout_return_adapted"] == pytest.approx(m["post_episode_return"])
+    # the games' measure beside it: shares of bouts won, each task's difference averaged
+    assert 0 <= m["heldout_won_adapted"] <= 1 and 0 <= m["heldout_won_unadapted"] <= 1
+    assert m["heldout_won_gain"] == pytest.approx(m["heldout_won_adapted"] - m["heldout_won_unadapted"])
     init = math.log(MetaConfig().alpha_init)
     shape = (3, 13)  # one step size per inner step and parameter tensor (the MLP has 13)
     for v in (1, 2):
@@ -263,4 +267,13 @@ def test_the_heldout_summary_is_a_t_interval_over_the_measurements():
     s = heldout_summary(its)["specific"]
     assert (s["n"], s["mean"], s["above"], s["below"]) == (2, pytest.approx(1.0), 1, 1)
     assert s["ci95"] == pytest.approx(12.706 * math.sqrt(50.0) / math.sqrt(2))
+    assert heldout_summary(its)["won"] is None  # runs from before the share of bouts won was measured
+    its[0].update(heldout_won_gain=0.25, heldout_won_gain_ci95=0.1)
+    its[3].update(heldout_won_gain=0.05, heldout_won_gain_ci95=0.1)
+    w = heldout_summary(its)["won"]
+    assert (w["n"], w["mean"], w["above"], w["below"]) == (2, pytest.approx(0.15), 1, 0)
+    from sumo_cli.cli.runs_cmd import heldout_line
+
+    line = heldout_line(heldout_summary(its))
+    assert "the share of bouts won +15.0 +- 127.1 points over 2 measurements" in line, line
     assert heldout_summary([dict(a), dict(a)]) is None

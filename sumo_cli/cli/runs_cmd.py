@@ -350,7 +350,7 @@ _SUMO_COLUMNS = [
     ("adapted", "heldout_return_adapted", ".1f"), ("unadapted", "heldout_return_unadapted", ".1f"),
     ("gain", "heldout_gain", ".1f"), ("+-", "heldout_gain_ci95", ".1f"),
     ("specific", "heldout_specific_gain", ".1f"), ("+- ", "heldout_specific_gain_ci95", ".1f"),
-    ("steps/s", "steps_per_second", ".0f"),
+    ("won gain", "heldout_won_gain", "+.0%"), ("steps/s", "steps_per_second", ".0f"),
 ]
 _LOCO_COLUMNS = [
     ("episodes", "episodes", ".0f"), ("return", "mean_return", ".1f"), ("pre", "pre_return", ".1f"),
@@ -358,7 +358,7 @@ _LOCO_COLUMNS = [
     ("steps/s", "steps_per_second", ".0f"),
 ]
 # The columns left out first when a table of iterations does not fit the terminal.
-_DROP_FIRST = ("steps/s", "+- ", "specific", "+-", "unadapted", "closest", "a2", "a3", "draw", "loss", "alpha", "pre",
+_DROP_FIRST = ("steps/s", "+- ", "won gain", "specific", "+-", "unadapted", "closest", "a2", "a3", "draw", "loss", "alpha", "pre",
                "ep1", "episodes")
 # What the terser column headers mean, printed under the table for the columns shown.
 _EXPLAIN = {
@@ -371,6 +371,7 @@ _EXPLAIN = {
                "the meta-update (the first and every 10th iteration); gain +- its 95% interval over the tasks",
     "specific": "specific: adapted minus the return of updates adapted on other tasks' opponents, on the same "
                 "bouts (the part of the gain specific to the opponent adapted on) +- its 95% interval",
+    "won gain": "won gain: share of those held-out bouts won adapted minus unadapted (what games count)",
 }
 
 
@@ -379,14 +380,17 @@ def heldout_line(h: dict) -> str:
     specific = ""
     if h.get("specific"):
         specific = f"; the part specific to the opponent adapted on {_spread_text(h['specific'])}"
+    if h.get("won"):
+        specific += f"; the share of bouts won {_spread_text(h['won'], 'points', 100)}"
     return (f"meta-update on the held-out next versions: gain {_spread_text(h)}{specific}; step sizes "
             f"{_slashed(h['alpha_first'])} at the first iteration, {_slashed(h['alpha_last'])} at the last")
 
 
-def _spread_text(s: dict) -> str:
-    spread = (f" +- {s['ci95']:.1f} per episode over {s['n']} measurements (95% t-interval over them)"
-              if math.isfinite(s["ci95"]) else f" per episode, {s['n']} measurement")
-    return f"{_fmt(s['mean'], '.1f')}{spread}, {s['above']} with their own interval above 0, {s['below']} below"
+def _spread_text(s: dict, unit: str = "per episode", scale: float = 1.0) -> str:
+    spread = (f" +- {scale * s['ci95']:.1f} {unit} over {s['n']} measurements (95% t-interval over them)"
+              if math.isfinite(s["ci95"]) else f" {unit}, {s['n']} measurement")
+    return (f"{_fmt(scale * s['mean'], '+.1f')}{spread}, {s['above']} with their own interval above 0, "
+            f"{s['below']} below")
 
 
 def _slashed(values: list[float]) -> str:

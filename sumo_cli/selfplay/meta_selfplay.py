@@ -56,6 +56,7 @@ from sumo_cli.meta.meta_train import collect_stacked, episode_returns, finite_me
 from sumo_cli.ppo.ppo import make_params
 from sumo_cli.ppo.rollout import Rollout
 from sumo_cli.selfplay.sumo_vec import OpponentPolicy, SumoVecEnv
+from sumo_cli.sim.sumo_env import A_WINS
 from sumo_cli.nets import normalizer as nz
 from sumo_cli.nets import policy as P
 
@@ -98,13 +99,14 @@ def heldout_summary(metrics: list[dict]) -> dict | None:
     them), how many have their own interval entirely above 0 (``above``) or below it (``below``), and
     the learnt step sizes' geometric means (``meta_alpha_<m>``) at the first and the last iteration;
     under ``specific`` the same numbers for the opponent-specific part of the gain (adapted minus
-    crossed, see HELDOUT_EVERY) over the measurements that have it, or None.
+    crossed, see HELDOUT_EVERY) and under ``won`` for the gain in the share of bouts won, each over
+    the measurements that have it, or None.
     ``metrics``: the iterations' metric dicts in order. None when no iteration measured."""
     gain = _spread(metrics, "heldout_gain")
     if gain is None:
         return None
     alphas = sorted((k for k in metrics[0] if k.startswith("meta_alpha_")), key=lambda k: int(k.rsplit("_", 1)[1]))
-    return {**gain, "specific": _spread(metrics, "heldout_specific_gain"),
+    return {**gain, "specific": _spread(metrics, "heldout_specific_gain"), "won": _spread(metrics, "heldout_won_gain"),
             "alpha_first": [float(metrics[0][k]) for k in alphas],
             "alpha_last": [float(metrics[-1].get(k, math.nan)) for k in alphas]}
 
@@ -149,8 +151,20 @@ class PairSumoEnv(SumoVecEnv):
 
     def next_task(self) -> np.ndarray:
         self.all_episodes.extend(self.episodes)
+        self.second_phase_from = len(self.all_episodes)  # where the episodes of phase 1 start
         self.phase = 1
         return self.reset(SP.derive_seed(self._seed, 1))
+
+    def win_shares(self, episodes: list) -> np.ndarray:
+        """Per task (group), the share of ``episodes`` (bouts it finished) the learner won; NaN for a
+        task that finished none."""
+        won, n = np.zeros(self.num_groups), np.zeros(self.num_groups)
+        for e in episodes:
+            g = e.column // self.group_size
+            n[g] += 1
+            won[g] += e.outcome == A_WINS
+        with np.errstate(invalid="ignore"):
+            return won / n
 
     def finish(self) -> list:
         self.all_episodes.extend(self.episodes)
@@ -288,27 +302,32 @@ class MetaSelfPlayLearner:
         seed = SP.derive_seed(self.cfg.seed, k, _HELDOUT_SEED)
         theta_g = {key: v.contiguous() for key, v in ML.expand_params(self.learner.model, theta, (G,)).items()}
         with_phi = episode_returns(adapted, G)
-        with_theta = self._play(env, theta_g, stats, seed)
-        gain = with_phi - with_theta
+        won_phi = env.win_shares(env.all_episodes[env.second_phase_from:])
+        with_theta, won_theta = self._play(env, theta_g, stats, seed)
+        gain, won_gain = with_phi - with_theta, won_phi - won_theta
         out = {"heldout_return_adapted": finite_mean(with_phi),
                "heldout_return_unadapted": finite_mean(with_theta),
-               "heldout_gain": finite_mean(gain), "heldout_gain_ci95": t_half_width(gain)}
+               "heldout_gain": finite_mean(gain), "heldout_gain_ci95": t_half_width(gain),
+               # the games' measure: the share of bouts won, adapted and not
+               "heldout_won_adapted": finite_mean(won_phi), "heldout_won_unadapted": finite_mean(won_theta),
+               "heldout_won_gain": finite_mean(won_gain), "heldout_won_gain_ci95": t_half_width(won_gain)}
         if phi is not None and G >= 2:
             crossed_phi = {key: torch.roll(v, 1, dims=0).contiguous() for key, v in phi.items()}
-            with_crossed = self._play(env, crossed_phi, stats, seed)
+            with_crossed, _ = self._play(env, crossed_phi, stats, seed)
             specific = with_phi - with_crossed
             out.update(heldout_return_crossed=finite_mean(with_crossed),
                        heldout_specific_gain=finite_mean(specific),
                        heldout_specific_gain_ci95=t_half_width(specific))
         return out
 
-    def _play(self, env: PairSumoEnv, params: P.Params, stats: dict, seed: int) -> np.ndarray:
+    def _play(self, env: PairSumoEnv, params: P.Params, stats: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """One phase of ``params`` (one row per task) from the bout starts of ``seed``; per task the
-        mean return of its finished episodes, which are not kept as training data."""
+        mean return of its finished episodes and the share of them won, not kept as training data."""
         ro, _ = collect_stacked(env, self.spec, params, stats, env.reset(seed), self.cfg.num_steps,
                                 torch.Generator().manual_seed(seed))
+        won = env.win_shares(env.episodes)
         env.episodes = []
-        return episode_returns(ro, env.num_groups)
+        return episode_returns(ro, env.num_groups), won
 
     # ------------------------------------------------------------------ Learner protocol
     def policy(self) -> tuple[P.Params, dict]:
