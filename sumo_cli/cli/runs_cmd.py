@@ -223,8 +223,9 @@ def import_run(
 ) -> None:
     """Store a run archive in this database as a new run, to continue or report it here.
 
-    Prints the new run's id, and the command that continues it when it is unfinished. Every version the run played must be in this database with the same checkpoint (the shipped
-    agents are in every database); otherwise nothing is written."""
+    Prints the new run's id, and the command that continues it when it is unfinished. Every version
+    the run played must be in this database with the same checkpoint (the shipped agents are in
+    every database); otherwise nothing is written."""
     from pathlib import Path
 
     from sumo_cli.store.archive import import_run as load, read_archive
@@ -377,12 +378,12 @@ _EXPLAIN = {
 
 def heldout_line(h: dict) -> str:
     """The held-out summary of a meta run (:func:`~sumo_cli.selfplay.meta_selfplay.heldout_summary`) as one sentence."""
-    specific = ""
+    parts = ""
     if h.get("specific"):
-        specific = f"; the part specific to the opponent adapted on {_spread_text(h['specific'])}"
+        parts += f"; the part specific to the opponent adapted on {_spread_text(h['specific'])}"
     if h.get("won"):
-        specific += f"; the share of bouts won {_spread_text(h['won'], 'points', 100)}"
-    return (f"meta-update on the held-out next versions: gain {_spread_text(h)}{specific}; step sizes "
+        parts += f"; the share of bouts won {_spread_text(h['won'], 'points', 100)}"
+    return (f"meta-update on the held-out next versions: gain {_spread_text(h)}{parts}; step sizes "
             f"{_slashed(h['alpha_first'])} at the first iteration, {_slashed(h['alpha_last'])} at the last")
 
 
