@@ -1,4 +1,4 @@
-"""The paper-scale tournament's page in docs/results/ stands on the archive beside it: the archive
+"""The paper-scale tournament's page in docs/tournament/ stands on its archive in docs/runs/: the archive
 imports into a fresh database with the shipped population (so no agent it played has been
 re-shipped since), and its games rate to the numbers the page states."""
 
@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ARCHIVE = ROOT / "docs" / "results" / "runs" / "tournament-paper.json.gz"
-PAGE = ROOT / "docs" / "results" / "tournament-paper" / "report.md"
+ARCHIVE = ROOT / "docs" / "runs" / "tournament-paper.json.gz"
+PAGE = ROOT / "docs" / "tournament" / "report.md"
 
 
 def test_the_tournament_page_is_drawn_from_its_archive(cli, monkeypatch):
