@@ -136,6 +136,7 @@ class PairSumoEnv(SumoVecEnv):
         super().__init__(body, opp_body, self.num_groups * self.group_size, opps, motionless_prob=0.0,
                          episodes_per_opponent=1, **kw)
         self.all_episodes: list = []
+        self.second_phase_from = 0  # index in all_episodes where phase 1's episodes start
         self._seed = 0
 
     def _draw(self, cols: np.ndarray) -> None:
@@ -151,7 +152,7 @@ class PairSumoEnv(SumoVecEnv):
 
     def next_task(self) -> np.ndarray:
         self.all_episodes.extend(self.episodes)
-        self.second_phase_from = len(self.all_episodes)  # where the episodes of phase 1 start
+        self.second_phase_from = len(self.all_episodes)
         self.phase = 1
         return self.reset(SP.derive_seed(self._seed, 1))
 
