@@ -41,6 +41,14 @@ def _cut(db, keep_games: int, keep_generations: int | None = None) -> None:
     con.close()
 
 
+def _signed(doc: dict) -> bytes:
+    """An archive file of ``doc`` whose recorded SHA-256 matches its (edited) payload."""
+    import hashlib
+
+    payload = json.dumps(doc["payload"], sort_keys=True, separators=(",", ":")).encode()
+    return gzip.compress(json.dumps({**doc, "sha256": hashlib.sha256(payload).hexdigest()}).encode())
+
+
 def test_a_tournament_resumed_in_another_database_ends_as_it_would_have(shipped_ants, cli, tmp_path):
     whole = _json(cli, "--db", "whole.sqlite", "tournament", "--agents", AGENTS, "--matches", "6", *GAME)
     assert _json(cli, "--db", "part.sqlite", "tournament", "--agents", AGENTS, "--matches", "6", *GAME)["run_id"] == 1
@@ -107,13 +115,9 @@ def test_archives_that_cannot_be_imported_are_refused_with_nothing_written(shipp
     refused("tampered.json.gz", gzip.compress(json.dumps(doc).encode()), "is damaged")
     doc["payload"]["run"]["seed"] -= 1
     doc["payload"]["versions"][0]["sha256"] = "0" * 64
-    import hashlib
-
-    doc["sha256"] = hashlib.sha256(json.dumps(doc["payload"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    refused("foreign.json.gz", gzip.compress(json.dumps(doc).encode()), "is not the version the run played")
+    refused("foreign.json.gz", _signed(doc), "is not the version the run played")
     doc["payload"]["versions"][0]["agent"] = "nobody-here"
-    doc["sha256"] = hashlib.sha256(json.dumps(doc["payload"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    refused("missing.json.gz", gzip.compress(json.dumps(doc).encode()), "which this database does not hold")
+    refused("missing.json.gz", _signed(doc), "which this database does not hold")
 
     code, _, err = cli("--db", "a.sqlite", "runs", "export", "9", "--out", "x.json.gz")
     assert code == 2 and "no run with id 9" in err and not (tmp_path / "x.json.gz").exists()

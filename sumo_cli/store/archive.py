@@ -156,7 +156,6 @@ def import_run(db: Database, payload: dict) -> tuple[int, str]:
         for generation, slot, key, parent, cloned_by in payload["members"]:
             s.add(Member(run_id=run.id, generation=generation, slot=slot, version_id=vids[key], parent_slot=parent,
                          cloned_by_match=cloned_by))
-        s.flush()
         return run.id, status
 
 
@@ -185,9 +184,9 @@ def _add_match(s: Session, run_id: int, m: dict, vids: list[int]) -> int:
 def write_archive(path: Path, payload: dict) -> None:
     """Write the archive whole or not at all (a temporary file renamed into place); the same payload
     gives the same bytes."""
-    body = _canonical(payload)
-    doc = {"format": FORMAT, "format_version": FORMAT_VERSION, "sha256": hashlib.sha256(body).hexdigest()}
-    data = (json.dumps(doc, sort_keys=True, separators=(",", ":"))[:-1] + ',"payload":').encode() + body + b"}"
+    doc = {"format": FORMAT, "format_version": FORMAT_VERSION,
+           "sha256": hashlib.sha256(_canonical(payload)).hexdigest(), "payload": payload}
+    data = _canonical(doc)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
         gz.write(data)
