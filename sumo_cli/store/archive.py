@@ -5,8 +5,8 @@ agent, version number and checkpoint SHA-256 instead of this database's ids.
 Imported into a database that holds those versions (the shipped agents register themselves in
 every database), the run continues with ``--resume`` from where it was exported, or is shown and
 reported as it finished. That is how a run longer than a sitting, or than one machine's time, goes
-on elsewhere: the games are independent and seeded by the run, so where they were played changes
-nothing in the results.
+on elsewhere: the games are independent and seeded by the run, so which database or process played
+them changes nothing in the results (another CPU model may round floats differently).
 
 The file is gzip-compressed JSON: ``{"format", "format_version", "sha256", "payload"}``, the hash over
 the canonical JSON of the payload, checked on reading. Training runs are not archived: their
