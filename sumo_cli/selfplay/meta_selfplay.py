@@ -184,6 +184,7 @@ def num_tasks(cfg: SP.TrainConfig) -> int:
 def meta_config(spec: P.PolicySpec, cfg: SP.TrainConfig) -> ML.MetaConfig:
     ppo = cfg.ppo()
     return ML.MetaConfig(lr=cfg.lr, alpha_init=cfg.alpha_init, gamma=ppo.gamma, lam=ppo.gae_lambda, ent_coef=cfg.ent_coef,
+                         inner_data=cfg.meta_inner, outer_steps="post" if cfg.meta_inner == "fresh" else "last",
                          outer_epochs=max(1, min(cfg.epochs, MAX_OUTER_EPOCHS)),
                          bptt_chunk=ppo.bptt_len if spec.recurrent else None)
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from sumo_cli.vocabulary import FEATURES, PHYSICS, START_RADIUS
 
 SELF = "self"
+#: The inner-data choices of a meta run (TrainConfig.meta_inner).
+META_INNER = ("fresh", "reuse")
 
 
 class StoredConfig:
@@ -105,6 +107,10 @@ class TrainConfig(StoredConfig):
     # (None: alpha_init, every tensor alike). A small value adapts mostly the heads (the policy's and the value
     # function's output layers and the log std): the "adapt a small part of the policy" candidate of issue 47,
     # with every step size still learnt, so meta-training can move the body's too
+    meta_inner: str = "fresh"  # the inner steps' data (MetaConfig.inner_data): "fresh" = step m learns from
+    # episodes of phi^{m-1}, the outer loss on every phi^m (outer_steps "post"); "reuse" = all M steps from theta on
+    # the one batch theta collected (importance-weighted at steps >= 2), the outer loss on phi^M alone: the update
+    # games apply (Algorithm 2 on the last rounds' episodes, adapt/meta_execution), at half the env steps
     # --- snapshots and evaluation ----------------------------------------------------------------
     snapshot_every: int = 1  # the paper snapshots every iteration
     eval_every: int = 0  # evaluate vs a motionless opponent under faithful conditions (0: never)
@@ -172,6 +178,8 @@ class TrainConfig(StoredConfig):
             bad.append(f"alpha-init must be positive, got {self.alpha_init}")
         if self.alpha_init_body is not None and self.alpha_init_body <= 0:
             bad.append(f"alpha-init-body must be positive, got {self.alpha_init_body}")
+        if self.meta_inner not in META_INNER:
+            bad.append(f"meta-inner must be {' or '.join(META_INNER)}, got {self.meta_inner!r}")
         if self.n_envs < self.rollout_shards:
             bad.append(f"n-envs ({self.n_envs}) must be at least the number of rollout shards ({self.rollout_shards})")
         return bad
