@@ -246,6 +246,30 @@ def test_alpha_init_body_starts_the_tensors_below_the_heads_smaller(cli, tmp_pat
     assert code == 2 and "--alpha-init-body only applies to --strategy meta" in err
 
 
+def test_meta_inner_reuse_adapts_on_thetas_one_batch_as_games_do(cli, tmp_path):
+    """--meta-inner reuse: every inner step on the one batch theta collected (two collections per
+    iteration, not four), the outer loss on phi^M alone; stored with the run, so resume keeps it."""
+    from sumo_cli.selfplay.meta_selfplay import meta_config
+    from sumo_cli.selfplay.selfplay import policy_spec
+    from sumo_cli.selfplay.train_config import TrainConfig
+
+    _pretrain(cli)
+    code, _, err = cli("train", *META, "--iterations", "2", "--meta-inner", "reuse")
+    assert code == 0, err
+    its = sorted((i for i in rows(tmp_path)["Iteration"] if i.run_id == 2), key=lambda i: i.iteration)
+    # theta's batch and the post-update phase; the first iteration adds the two held-out phases
+    assert [i.metrics["iteration_env_steps"] for i in its] == [4 * 2 * 40, 2 * 2 * 40]
+    run = {r.id: r for r in rows(tmp_path)["Run"]}[2]
+    cfg = TrainConfig.from_dict(run.config["train"])
+    assert cfg.meta_inner == "reuse"
+    m = meta_config(policy_spec(cfg), cfg)
+    assert (m.inner_data, m.outer_steps, m.phases) == ("reuse", "last", 2)
+    code, _, err = cli("train", *META, "--meta-inner", "both", "--name", "bad")
+    assert code == 2 and "meta-inner must be fresh or reuse" in err
+    code, _, err = cli("train", "--body", "ant", "--meta-inner", "reuse", *TINY)
+    assert code == 2 and "--meta-inner only applies to --strategy meta" in err
+
+
 def test_the_heldout_summary_is_a_t_interval_over_the_measurements():
     """Mean and 95% t-interval of the measured gains (iterations without a measurement left out),
     the measurements whose own interval lies above or below 0, and the step sizes at both ends."""
