@@ -152,12 +152,25 @@ def test_the_learner_state_keeps_an_adapted_outer_learning_rate():
     assert b.learner.lr == 2.5e-3 and b.learner.opt.param_groups[1]["lr"] == b.meta_cfg.lr_alpha
 
 
+def test_heldout_every_sets_which_meta_updates_measure(cli, tmp_path):
+    _pretrain(cli)
+    assert cli("train", *META, "--iterations", "3", "--heldout-every", "2", "--name", "dense")[0] == 0
+    code, out, err = cli("runs", "show", "2", "--json")
+    assert code == 0, err
+    measured = [it["iteration"] for it in json.loads(out)["iterations"] if "heldout_gain" in it["metrics"]]
+    assert measured == [1, 2]
+    code, _, err = cli("train", *META, "--iterations", "3", "--heldout-every", "0", "--name", "none")
+    assert code == 2 and "heldout-every must be at least 1" in err
+    code, _, err = cli("train", "--body", "ant", "--heldout-every", "2", *TINY)
+    assert code == 2 and "--heldout-every only applies to --strategy meta" in err
+
+
 def test_the_heldout_measurement_leaves_training_unchanged(cli, tmp_path, monkeypatch):
     from sumo_cli.selfplay import meta_selfplay
 
     _pretrain(cli)
     assert cli("train", *META, "--iterations", "2", "--name", "measured")[0] == 0
-    monkeypatch.setattr(meta_selfplay, "measures_heldout", lambda k: False)
+    monkeypatch.setattr(meta_selfplay, "measures_heldout", lambda k, every=10: False)
     assert cli("train", *META, "--iterations", "2", "--name", "unmeasured")[0] == 0
     a, b = final_tensors(tmp_path, "measured"), final_tensors(tmp_path, "unmeasured")
     for k in a:

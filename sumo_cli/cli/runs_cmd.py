@@ -369,7 +369,7 @@ _EXPLAIN = {
     "ep1": "ep1/ep7: return of the first/last episode of the sequence",
     "a1": "a1-a3: the meta-learner's step sizes (geometric mean over tensors)",
     "adapted": "adapted/unadapted: training return against the held-out next opponent versions after/without "
-               "the meta-update (the first and every 10th iteration); gain +- its 95% interval over the tasks",
+               "the meta-update (the first and every --heldout-every-th iteration, default 10); gain +- its 95% interval over the tasks",
     "specific": "specific: adapted minus the return of updates adapted on other tasks' opponents, on the same "
                 "bouts (the part of the gain specific to the opponent adapted on) +- its 95% interval",
     "won gain": "won gain: share of those held-out bouts won adapted minus unadapted (what games count)",

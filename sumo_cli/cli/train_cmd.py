@@ -23,14 +23,14 @@ _RUN_OPTIONS = {
     "centre_coef": "--centre-coef", "approach_coef": "--approach-coef", "push_out_coef": "--push-out-coef", "tilt_coef": "--tilt-coef", "anneal_start": "--anneal-start", "start_radius": "--start-radius", "start_radius_iterations": "--start-radius-iterations",
     "face_opponent": "--face-opponent", "face_spread_iterations": "--face-spread-iterations", "motionless_iterations": "--motionless-iterations",
     "motionless_fraction": "--motionless-fraction", "lr": "--lr", "init_logstd": "--init-logstd", "epochs": "--epochs", "minibatches": "--minibatches",
-    "ent_coef": "--ent-coef", "reward_scale": "--reward-scale", "alpha_init": "--alpha-init", "alpha_init_body": "--alpha-init-body", "meta_inner": "--meta-inner", "teacher": "--teacher", "teacher_coef": "--teacher-coef", "teacher_iterations": "--teacher-iterations", "snapshot_every": "--snapshot-every",
+    "ent_coef": "--ent-coef", "reward_scale": "--reward-scale", "alpha_init": "--alpha-init", "alpha_init_body": "--alpha-init-body", "meta_inner": "--meta-inner", "heldout_every": "--heldout-every", "teacher": "--teacher", "teacher_coef": "--teacher-coef", "teacher_iterations": "--teacher-iterations", "snapshot_every": "--snapshot-every",
     "eval_every": "--eval-every", "eval_bouts": "--eval-bouts",
 }
 # Options of sumo training that mean nothing for --env locomotion, and the reverse.
 _SUMO_ONLY = ("recipe", "body", "features", "opponents", "init_from", "steps", "shards", "opponent_samples", "opponent_stride", "episodes_per_opponent", "anneal",
               "control_coef", "push_coef", "move_coef", "centre_coef", "approach_coef", "push_out_coef", "tilt_coef", "anneal_start", "start_radius",
               "start_radius_iterations", "face_opponent", "face_spread_iterations", "motionless_iterations", "motionless_fraction",
-              "eval_every", "eval_bouts", "alpha_init", "alpha_init_body", "meta_inner", "teacher", "teacher_coef", "teacher_iterations")
+              "eval_every", "eval_bouts", "alpha_init", "alpha_init_body", "meta_inner", "heldout_every", "teacher", "teacher_coef", "teacher_iterations")
 _LOCOMOTION_ONLY = ("horizon", "hidden")
 # option name -> LocoConfig field
 _LOCO_FIELDS = {"envs": "n_envs", "minibatches": "num_minibatches"}
@@ -193,6 +193,7 @@ def train(
     alpha_init: Optional[float] = typer.Option(None, "--alpha-init", rich_help_panel="Meta-learning", help="--strategy meta: the learnt step sizes' initial value (default 0.5; smaller for a warm start with --init-from)."),
     alpha_init_body: Optional[float] = typer.Option(None, "--alpha-init-body", rich_help_panel="Meta-learning", help="--strategy meta: the initial step size of the tensors below the output layers (default: --alpha-init); small values adapt mostly the heads."),
     meta_inner: Optional[str] = typer.Option(None, "--meta-inner", rich_help_panel="Meta-learning", help="--strategy meta: the inner steps' data: fresh (default: each step on episodes of the step before) or reuse (every step on theta's one batch, as games adapt)."),
+    heldout_every: Optional[int] = typer.Option(None, "--heldout-every", rich_help_panel="Meta-learning", help="--strategy meta: measure the held-out gain on the first and every this many meta-updates (default 10; it does not change the training)."),
     snapshot_every: Optional[int] = typer.Option(None, "--snapshot-every", rich_help_panel="PPO and batch", help="Store a version every this many iterations (default 1, as the paper)."),
     eval_every: Optional[int] = typer.Option(None, "--eval-every", rich_help_panel="Execution", help="Evaluate vs a motionless opponent under faithful conditions every this many iterations (default 0: never)."),
     eval_bouts: Optional[int] = typer.Option(None, "--eval-bouts", rich_help_panel="Execution", help="Bouts per evaluation (default 8)."),
@@ -248,7 +249,7 @@ def train(
 
         fields = {_FIELDS.get(k, k): v for k, v in given.items()
                   if k not in ("name", "opponents", "env", "recipe", "body", "arch", "strategy")}
-        for option in ("alpha_init", "alpha_init_body", "meta_inner"):
+        for option in ("alpha_init", "alpha_init_body", "meta_inner", "heldout_every"):
             if option in given and run_identity(body, arch, strategy)[2] != "meta":
                 raise UserError(f"{_RUN_OPTIONS[option]} only applies to --strategy meta")
         if opponents is not None:

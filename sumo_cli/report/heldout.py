@@ -1,6 +1,6 @@
 """The held-out gain of a meta run over its meta-updates (`sumo runs show RUN` of a meta run).
 
-A meta run measures, on the first and every tenth meta-update (``measures_heldout`` of
+A meta run measures, on the first and every tenth meta-update (``--heldout-every``; ``measures_heldout`` of
 :mod:`sumo_cli.selfplay.meta_selfplay`), the return of theta after its meta-update's adaptation (phi)
 and without it, on the next versions of the opponents it adapted to (held out: never trained on);
 the gain is adapted minus unadapted per episode, with its 95% t-interval over the meta-batch's tasks

@@ -62,7 +62,7 @@ from sumo_cli.nets import policy as P
 
 _TASK_SEED, _PAIR_ENV_SEED, _META_SEED, _HELDOUT_SEED = 11, 12, 13, 14
 MAX_OUTER_EPOCHS = 4
-#: The first and every HELDOUT_EVERY-th iteration theta (as it was before the update) also plays one phase against
+#: The first and every ``TrainConfig.heldout_every``-th iteration (default HELDOUT_EVERY) theta (as it was before the update) also plays one phase against
 #: the post-adaptation opponents (versions v + 1): the stored metrics then hold, on the same held-out
 #: versions, the return after adaptation (phi) and without it (theta), and the gain task by task
 #: with its 95% interval. With two or more tasks a second phase is the control for what the update
@@ -77,10 +77,10 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
-def measures_heldout(k: int) -> bool:
+def measures_heldout(k: int, every: int = HELDOUT_EVERY) -> bool:
     """Whether iteration k measures the return on the held-out versions (the first and every
-    HELDOUT_EVERY-th)."""
-    return k == 1 or k % HELDOUT_EVERY == 0
+    ``every``-th)."""
+    return k == 1 or k % every == 0
 
 
 def t_half_width(x: np.ndarray) -> float:
@@ -265,14 +265,15 @@ class MetaSelfPlayLearner:
         gen = torch.Generator().manual_seed(SP.derive_seed(cfg.seed, k, _META_SEED))
         stats = {key: v.clone() for key, v in nz.to_torch(self.obs_stats).items()}
         heldout: dict = {}
-        if measures_heldout(k):  # theta as phi was adapted from, before the update changes it
+        measures = measures_heldout(k, cfg.heldout_every)
+        if measures:  # theta as phi was adapted from, before the update changes it
             theta_before = {key: v.detach().clone() for key, v in self.learner.params()[0].items()}
         try:
             info, rollouts = meta_iteration(env, self.spec, self.learner, stats, cfg.num_steps, cfg.num_steps,
-                                            SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen, keep_phi=measures_heldout(k))
+                                            SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen, keep_phi=measures)
             episodes = env.finish()
             phi = info.pop("phi", None)
-            if measures_heldout(k):
+            if measures:
                 heldout = self._heldout(env, theta_before, phi, stats, rollouts[-1], k)
         finally:
             env.close()
