@@ -62,22 +62,21 @@ from sumo_cli.nets import policy as P
 
 _TASK_SEED, _PAIR_ENV_SEED, _META_SEED, _HELDOUT_SEED = 11, 12, 13, 14
 MAX_OUTER_EPOCHS = 4
-#: The first and every ``TrainConfig.heldout_every``-th iteration (default HELDOUT_EVERY) theta (as it was before the update) also plays one phase against
+#: The first and every ``TrainConfig.heldout_every``-th iteration theta (as it was before the update) also plays one phase against
 #: the post-adaptation opponents (versions v + 1): the stored metrics then hold, on the same held-out
 #: versions, the return after adaptation (phi) and without it (theta), and the gain task by task
 #: with its 95% interval. With two or more tasks a second phase is the control for what the update
 #: learnt about its own opponent: task g's opponent is played by the phi adapted on task g - 1's
 #: (drawn independently, so as a rule another version), on the same bout starts as theta; adapted minus that "crossed" return is the
 #: opponent-specific part of the gain, crossed minus theta's the part any update brings. One or two
-#: more phases of env steps on those iterations (2.5-5% of all at 4 phases).
-HELDOUT_EVERY = 10
+#: more phases of env steps on those iterations (2.5-5% of all at 4 phases, measuring every 10th).
 #: 97.5% quantiles of Student's t by degrees of freedom (the interval over the tasks of one
 #: iteration; 8 tasks by default); more than 30: 2.0.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
-def measures_heldout(k: int, every: int = HELDOUT_EVERY) -> bool:
+def measures_heldout(k: int, every: int) -> bool:
     """Whether iteration k measures the return on the held-out versions (the first and every
     ``every``-th)."""
     return k == 1 or k % every == 0
@@ -99,7 +98,7 @@ def heldout_summary(metrics: list[dict]) -> dict | None:
     them), how many have their own interval entirely above 0 (``above``) or below it (``below``), and
     the learnt step sizes' geometric means (``meta_alpha_<m>``) at the first and the last iteration;
     under ``specific`` the same numbers for the opponent-specific part of the gain (adapted minus
-    crossed, see HELDOUT_EVERY) and under ``won`` for the gain in the share of bouts won, each over
+    crossed, see measures_heldout) and under ``won`` for the gain in the share of bouts won, each over
     the measurements that have it, or None.
     ``metrics``: the iterations' metric dicts in order. None when no iteration measured."""
     gain = _spread(metrics, "heldout_gain")
