@@ -51,3 +51,41 @@ def test_a_finished_evolution_is_shown_as_it_ended(cli, tmp_path, three_agents):
     assert code == 2 and f"sumo runs show {ended['run_id']}" in " ".join(err.split()), err
     code, _, err = cli("runs", "show", ended["run_id"], "--heatmap", tmp_path / "h.png")
     assert code == 2 and "tournaments only" in err
+
+
+def test_an_evolution_in_play_shows_what_its_played_games_give(cli, tmp_path, three_agents):
+    """Before a generation is complete, `runs show` gives the shares its played games give; with all
+    of them played, those are the shares the generation ends with."""
+    from sqlalchemy import create_engine, text
+
+    code, out, err = cli("evolve", "--agents", AGENTS, "--copies", "2", "--generations", "1",
+                         "--matches", "4", *GAMES, "--json")
+    assert code == 0, err
+    ended = json.loads(out)
+    run_id = ended["run_id"]
+    code, out, _ = cli("runs", "show", run_id, "--json")
+    assert json.loads(out)["current"] is None  # finished: nothing in play
+    # As if the run had stopped after its games, before it stored the next generation.
+    engine = create_engine(f"sqlite:///{tmp_path / 'db' / 'sumo.sqlite'}")
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM members WHERE generation = 1"))
+        conn.execute(text("UPDATE runs SET status = 'interrupted'"))
+    code, out, err = cli("runs", "show", run_id, "--json")
+    assert code == 0, err
+    current = json.loads(out)["current"]
+    assert (current["generation"], current["played"], current["games"]) == (1, 4, 4)
+    assert current["shares"] == ended["generations"][1]
+    with engine.begin() as conn:  # fewer games played: the shares move back toward the start
+        last = conn.execute(text("SELECT max(run_index) FROM matches")).scalar()
+        ids = [r[0] for r in conn.execute(text(f"SELECT id FROM matches WHERE run_index < {last}"))]
+        conn.execute(text(f"DELETE FROM episodes WHERE round_id IN (SELECT id FROM rounds WHERE match_id IN ({','.join(map(str, ids))}))"))
+        conn.execute(text(f"DELETE FROM rounds WHERE match_id IN ({','.join(map(str, ids))})"))
+        conn.execute(text(f"DELETE FROM matches WHERE run_index < {last}"))
+    engine.dispose()
+    code, out, err = cli("runs", "show", run_id, "--json")
+    current = json.loads(out)["current"]
+    assert current["played"] == 1
+    moved = sum(abs(current["shares"]["kind"][k] - v) for k, v in ended["generations"][0]["kind"].items())
+    assert moved == pytest.approx(0.0) or moved == pytest.approx(2 / 6)  # one game: one slot of 6 changes hands
+    code, _, err = cli("runs", "show", run_id)
+    assert code == 0 and "generation 1 in play: 1 of 4 games played" in " ".join(err.split()), err

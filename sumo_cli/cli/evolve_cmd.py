@@ -18,16 +18,18 @@ from sumo_cli.runtime.estimate import RunEstimate
 from sumo_cli.vocabulary import check_physics
 
 
-def shares_table(history: list[dict], key: str):  # noqa: ANN201
+def shares_table(history: list[dict], key: str, labels: list[str] | None = None,
+                 title: str | None = None):  # noqa: ANN201
+    """One row of shares per generation (0 first, or as ``labels`` name them)."""
     from rich.table import Table
 
     kinds = sorted({k for h in history for k in h[key]})
-    table = Table(title=f"share of the population by {key}")
+    table = Table(title=title or f"share of the population by {key}")
     table.add_column("generation", justify="right")
     for k in kinds:
         table.add_column(k, justify="right")
-    for g, h in enumerate(history):
-        table.add_row(str(g), *(f"{h[key].get(k, 0.0):.1%}" for k in kinds))
+    for label, h in zip(labels or [str(g) for g in range(len(history))], history):
+        table.add_row(label, *(f"{h[key].get(k, 0.0):.1%}" for k in kinds))
     return table
 
 

@@ -131,7 +131,8 @@ def show(
     elif kind == "evolution":
         from sumo_cli.compete.results import evolution_results
 
-        doc["generations"] = evolution_results(db, run_id)["generations"]
+        evolved = evolution_results(db, run_id)
+        doc["generations"], doc["current"] = evolved["generations"], evolved["current"]
         if plot is not None:
             from sumo_cli.report.plots import shares_stacked_area
 
@@ -177,6 +178,12 @@ def show(
         from sumo_cli.cli.evolve_cmd import shares_table
 
         err_console.print(shares_table(doc["generations"], by) if doc["generations"] else "no generations stored yet")
+        now = doc["current"]
+        if now and now["played"]:
+            g = now["generation"]
+            err_console.print(shares_table([now["shares"]], by, [f"{g} so far"],
+                                           f"generation {g} in play: {now['played']} of {now['games']} games played; "
+                                           f"the shares by {by} if it ended now"))
     for key in ("plot", "heatmap", "csv"):
         if key in doc:
             err_console.print(f"figure written to {doc[key]}", highlight=False)

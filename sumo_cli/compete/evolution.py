@@ -14,13 +14,13 @@ from the last complete generation and the games already stored.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict
 from typing import Callable
 
 from sumo_cli import __version__
 from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.population import Member
+from sumo_cli.compete.results import shares
 from sumo_cli.compete.schedule import apply_generation, random_pairs
 from sumo_cli.compete.engine import CONCURRENCY, batches, run_games_job
 from sumo_cli.compete.tournament import each_game, open_run
@@ -83,13 +83,7 @@ class EvolutionRunner:
         return slots
 
     def shares(self, slots: list[int]) -> dict[str, dict[str, float]]:
-        n = len(slots)
-        out = {}
-        for key, fn in (("body", lambda m: m.body), ("arch", lambda m: m.arch), ("strategy", lambda m: m.strategy),
-                        ("kind", lambda m: f"{m.body}-{m.kind}")):
-            c = Counter(fn(self.members[i]) for i in slots)
-            out[key] = {k: v / n for k, v in sorted(c.items())}
-        return out
+        return shares(self.members, slots)
 
     def history(self) -> list[dict[str, dict[str, float]]]:
         out = []

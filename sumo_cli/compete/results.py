@@ -8,7 +8,7 @@ from collections import Counter
 
 from sumo_cli.compete import ratings as R
 from sumo_cli.compete.population import Member
-from sumo_cli.compete.schedule import random_pairs
+from sumo_cli.compete.schedule import apply_generation, random_pairs
 from sumo_cli.compete.tournament import Leaderboard, Standing
 from sumo_cli.compete.categories import category_summary
 from sumo_cli.store import runs as store_runs
@@ -58,19 +58,33 @@ def shares(members: list[Member], slots: list[int]) -> dict[str, dict[str, float
 
 
 def evolution_results(db: Database, run_id: int) -> dict:
-    """``{"run_id", "generations"}``: the shares of every stored generation, 0 first."""
+    """``{"run_id", "generations", "current"}``: the shares of every stored generation, 0 first, and
+    for a run still short of its last generation, the one in play: its number, the games played of
+    it, and the shares those games give if the generation ended now (a paper-scale evolution runs
+    for days; this is what it says before its first generation is complete). ``current`` is None
+    for a finished run."""
     with db.read() as s:
         run = store_runs.get_run(s, run_id, "evolution")
-        config = dict(run.config)
+        config, seed = dict(run.config), run.seed
         generations = store_runs.run_generations(s, run_id)
+        outcomes = store_runs.run_outcomes(s, run_id)
     members = [Member(**m) for m in config["members"]]
     copies = config["copies"]
     start = generations.get(0, {})
     member_of = {vid: slot // copies for slot, vid in start.items()}  # generation 0: slot s holds member s // copies
-    history = []
+    history, slots = [], []
     for g in range(config["generations"] + 1):
         if g not in generations:
             break
         slots = [member_of[vid] for _, vid in sorted(generations[g].items())]
         history.append(shares(members, slots))
-    return {"run_id": run_id, "generations": history}
+    current = None
+    g = len(history) - 1
+    if slots and g < config["generations"]:
+        matches = config["matches"]
+        base = g * matches
+        played = {i - base: o for i, o in outcomes.items() if base <= i < base + matches}
+        schedule = [x for x in random_pairs(len(slots), matches, seed, g) if x.index in played]
+        so_far, _ = apply_generation(slots, schedule, played)
+        current = {"generation": g + 1, "played": len(played), "games": matches, "shares": shares(members, so_far)}
+    return {"run_id": run_id, "generations": history, "current": current}
