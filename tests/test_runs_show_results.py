@@ -89,3 +89,10 @@ def test_an_evolution_in_play_shows_what_its_played_games_give(cli, tmp_path, th
     assert moved == pytest.approx(0.0) or moved == pytest.approx(2 / 6)  # one game: one slot of 6 changes hands
     code, _, err = cli("runs", "show", run_id)
     assert code == 0 and "generation 1 in play: 1 of 4 games played" in " ".join(err.split()), err
+    # the report draws it too, with no verdict before a generation is complete
+    code, out, err = cli("report", "--out", tmp_path / "results", "--json")
+    assert code == 0, err
+    part = next(p for p in json.loads(out)["parts"] if p["key"] == "fig8")
+    assert {v["status"] for v in part["verdicts"]} == {"cannot tell"}
+    text = (tmp_path / "results" / "report.md").read_text()
+    assert "generation 1 in play: 1 of 4 games played" in text and "| generation 1 so far |" in text

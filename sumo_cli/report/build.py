@@ -43,7 +43,7 @@ def present(inv: dict) -> set[str]:
         have.add("fig3")
     if any(r["done"] >= 1 for r in inv["tournament"]):
         have |= {"fig7", "top5", "nash"}
-    if any(r["done"] >= r["config"].get("matches", 1) for r in inv["evolution"]):
+    if any(r["done"] >= 1 for r in inv["evolution"]):
         have.add("fig8")
     for kind, key in (("adaptation", "fig5"), ("sample-complexity", "fig6"), ("calibration", "calibration")):
         if any(r["done"] >= 1 for r in inv[kind]):
