@@ -1,6 +1,6 @@
-"""The paper-scale tournament's page in docs/tournament/ stands on its archive in docs/runs/: the archive
-imports into a fresh database with the shipped population (so no agent it played has been
-re-shipped since), and its games rate to the numbers the page states."""
+"""The paper-scale runs' page in docs/paper-scale/ stands on their archives in docs/runs/: each archive
+imports into a fresh database with the shipped population (so no agent it played has been re-shipped
+since), and its games give the numbers the page states."""
 
 from __future__ import annotations
 
@@ -9,18 +9,29 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ARCHIVE = ROOT / "docs" / "runs" / "tournament-paper.json.gz"
-PAGE = ROOT / "docs" / "tournament" / "report.md"
+RUNS = ROOT / "docs" / "runs"
+PAGE = ROOT / "docs" / "paper-scale" / "report.md"
 
 
-def test_the_tournament_page_is_drawn_from_its_archive(cli, monkeypatch):
+def test_the_paper_scale_page_is_drawn_from_its_archives(cli, monkeypatch):
     monkeypatch.setenv("SUMO_POLICIES", str(ROOT / "policies"))
-    stated = re.search(r"Run 1 \((\w+)\): 105 agents, (\d+) of 1000 games rated", PAGE.read_text())
-    assert stated, "the page no longer states its run"
-    code, out, err = cli("--db", "paper.sqlite", "runs", "import", str(ARCHIVE), "--json")
-    assert code == 0, err
-    imported = json.loads(out)
-    assert (imported["id"], imported["kind"], imported["status"]) == (1, "tournament", stated[1])
+    page = " ".join(PAGE.read_text().split())
+    tournament = re.search(r"Run 1 \((\w+)\): 105 agents, (\d+) of 1000 games rated", page)
+    evolution = re.search(r"Run 2 \((\w+)\): 105 agents x 10 copies = 1050 members, (\d+) of 10 generations of "
+                          r"1000 games(?:; generation (\d+) in play: (\d+) of 1000 games played)?", page)
+    assert tournament and evolution, "the page no longer states its runs"
+    for run_id, name, kind, stated in ((1, "tournament", "tournament", tournament),
+                                       (2, "evolution", "evolution", evolution)):
+        code, out, err = cli("--db", "paper.sqlite", "runs", "import", str(RUNS / f"{name}-paper.json.gz"), "--json")
+        assert code == 0, err
+        imported = json.loads(out)
+        assert (imported["id"], imported["kind"], imported["status"]) == (run_id, kind, stated[1])
     code, out, err = cli("--db", "paper.sqlite", "runs", "show", "1", "--json")
     assert code == 0, err
-    assert json.loads(out)["results"]["rated"] == int(stated[2])
+    assert json.loads(out)["results"]["rated"] == int(tournament[2])
+    code, out, err = cli("--db", "paper.sqlite", "runs", "show", "2", "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert len(shown["generations"]) - 1 == int(evolution[2])
+    if evolution[3]:
+        assert (shown["current"]["generation"], shown["current"]["played"]) == (int(evolution[3]), int(evolution[4]))

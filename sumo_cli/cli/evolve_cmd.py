@@ -18,18 +18,19 @@ from sumo_cli.runtime.estimate import RunEstimate
 from sumo_cli.vocabulary import check_physics
 
 
-def shares_table(history: list[dict], key: str, labels: list[str] | None = None,
-                 title: str | None = None):  # noqa: ANN201
-    """One row of shares per generation (0 first, or as ``labels`` name them)."""
+def shares_table(history: list[dict], key: str, labels: list[str] | None = None):  # noqa: ANN201
+    """One row per kind and one column of shares per generation (0 first, or as ``labels`` name
+    them): a population has a score of kinds and a run ten or so generations, so this way round it
+    stays readable in 80 columns."""
     from rich.table import Table
 
     kinds = sorted({k for h in history for k in h[key]})
-    table = Table(title=title or f"share of the population by {key}")
-    table.add_column("generation", justify="right")
+    table = Table(title=f"share of the population by {key}, per generation")
+    table.add_column(key, no_wrap=True)
+    for label in labels or [str(g) for g in range(len(history))]:
+        table.add_column(label, justify="right")
     for k in kinds:
-        table.add_column(k, justify="right")
-    for label, h in zip(labels or [str(g) for g in range(len(history))], history):
-        table.add_row(label, *(f"{h[key].get(k, 0.0):.1%}" for k in kinds))
+        table.add_row(k, *(f"{h[key].get(k, 0.0):.1%}" for h in history))
     return table
 
 

@@ -177,13 +177,14 @@ def show(
     if kind == "evolution":
         from sumo_cli.cli.evolve_cmd import shares_table
 
-        err_console.print(shares_table(doc["generations"], by) if doc["generations"] else "no generations stored yet")
-        now = doc["current"]
+        history, now = doc["generations"], doc["current"]
+        labels = [str(g) for g in range(len(history))]
         if now and now["played"]:
             g = now["generation"]
-            err_console.print(shares_table([now["shares"]], by, [f"{g} so far"],
-                                           f"generation {g} in play: {now['played']} of {now['games']} games played; "
-                                           f"the shares by {by} if it ended now"))
+            history, labels = [*history, now["shares"]], [*labels, f"{g} so far"]
+            err_console.print(f"generation {g} in play: {now['played']} of {now['games']} games played; the column "
+                              f"'{g} so far' gives the shares if it ended now", highlight=False)
+        err_console.print(shares_table(history, by, labels) if history else "no generations stored yet")
     for key in ("plot", "heatmap", "csv"):
         if key in doc:
             err_console.print(f"figure written to {doc[key]}", highlight=False)
