@@ -20,9 +20,8 @@ def test_the_paper_scale_page_is_drawn_from_its_archives(cli, monkeypatch):
     evolution = re.search(r"Run 2 \((\w+)\): 105 agents x 10 copies = 1050 members, (\d+) of 10 generations of "
                           r"1000 games(?:; generation (\d+) in play: (\d+) of 1000 games played)?", page)
     assert tournament and evolution, "the page no longer states its runs"
-    for run_id, name, kind, stated in ((1, "tournament", "tournament", tournament),
-                                       (2, "evolution", "evolution", evolution)):
-        code, out, err = cli("--db", "paper.sqlite", "runs", "import", str(RUNS / f"{name}-paper.json.gz"), "--json")
+    for run_id, kind, stated in ((1, "tournament", tournament), (2, "evolution", evolution)):
+        code, out, err = cli("--db", "paper.sqlite", "runs", "import", str(RUNS / f"{kind}-paper.json.gz"), "--json")
         assert code == 0, err
         imported = json.loads(out)
         assert (imported["id"], imported["kind"], imported["status"]) == (run_id, kind, stated[1])

@@ -177,11 +177,11 @@ def show(
     if kind == "evolution":
         from sumo_cli.cli.evolve_cmd import shares_table
 
-        history, now = doc["generations"], doc["current"]
-        labels = [str(g) for g in range(len(history))]
+        history, now, labels = doc["generations"], doc["current"], None
         if now and now["played"]:
             g = now["generation"]
-            history, labels = [*history, now["shares"]], [*labels, f"{g} so far"]
+            labels = [*map(str, range(len(history))), f"{g} so far"]
+            history = [*history, now["shares"]]
             err_console.print(f"generation {g} in play: {now['played']} of {now['games']} games played; the column "
                               f"'{g} so far' gives the shares if it ended now", highlight=False)
         err_console.print(shares_table(history, by, labels) if history else "no generations stored yet")
