@@ -39,8 +39,8 @@ from sumo_cli.store.models import Iteration, Run
 
 #: What the paper did where the plan takes a shortcut, by strategy.
 PAPER_DID = {
-    "none": "trained by PPO self-play for thousands of iterations of 32,000 episodes on a cluster; here 150-400 (MLP) "
-            "or 40 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
+    "none": "trained by PPO self-play for thousands of iterations of 32,000 episodes on a cluster; here 200-1250 (MLP) "
+            "or 160 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
     "track": "a PPO agent trained like its no-adaptation sibling and tracking at execution: here the sibling's very "
              "versions, played with PPO tracking between rounds",
     "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained; here 10 "
@@ -93,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
                     sys.exit(f"{step.member} is not shipped yet: ship its step {step_name} too")
                 by_step[step.name] = (step, None, None, None, None)
                 continue
+            shipped_from = ((prior.get(step.member) or {}).get("provenance", {}).get("plan_step") or {}).get("name")
+            if shipped_from and shipped_from != step.name:
+                sys.exit(f"{step.member} ships from step {shipped_from}, and the plan fills it from {step.name} now: retire it "
+                         "first (scripts/retire_agents.py), so the runs archived in docs/runs/ keep the versions they played")
             agent = registry.get_agent(s, source)
             if agent is None or not agent.versions:
                 sys.exit(f"step {source} has no versions in {args.db}: train the plan first")

@@ -188,7 +188,7 @@ def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stag
         values = [opts[i + 1] for i, t in enumerate(opts[:-1]) if t == flag]
         return values[-1] if values else None
 
-    for name, member in (("pop-spider-mlp", "spider-mlp"), ("pop-ant-rl2", "ant-rl2"), ("pop-ant-meta", "ant-meta")):
+    for name, member in (("pop-spider-mlp", "spider-mlp"), ("pop-ant-rl2", "ant-rl2"), ("pop2-ant-meta", "ant-meta")):
         step = plan.step(name)
         opts = continue_options(step, ShippedStep(member, 150, 150, 0, (30, 60, 90, 120, 150)), 600)
         assert all(t.split("=", 1)[0] in known for t in opts if t.startswith("-"))

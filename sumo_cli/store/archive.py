@@ -120,12 +120,15 @@ def _match_row(m: Match, rounds: list, keys: _VersionKeys) -> dict:
 
 
 def _resolve_versions(s: Session, versions: list[dict]) -> list[int]:
-    """This database's id of every version the archive names, checked by SHA-256; one sentence for
-    the first that is missing or differs."""
+    """This database's id of every version the archive names, checked by SHA-256 (a version of an
+    agent retired since is found under its new name); one sentence for the first that is missing or
+    differs."""
     ids = []
     for v in versions:
         vid, sha = s.execute(select(Version.id, Version.sha256).join(Agent, Agent.id == Version.agent_id)
                              .where(Agent.name == v["agent"], Version.version == v["version"])).one_or_none() or (None, None)
+        if vid is None or sha != v["sha256"]:
+            vid, sha = _retired(s, v) or (vid, sha)
         if vid is None:
             raise UserError(f"the run played {v['agent']}@{v['version']}, which this database does not hold; "
                             "import or ship that agent first (`sumo agents` lists what it holds)")
@@ -134,6 +137,15 @@ def _resolve_versions(s: Session, versions: list[dict]) -> list[int]:
                             f"(checkpoint SHA-256 {sha[:12]}... here, {v['sha256'][:12]}... in the archive)")
         ids.append(vid)
     return ids
+
+
+def _retired(s: Session, v: dict) -> tuple[int, str] | None:
+    """The version an archive names, when its agent was retired since (shipped on as
+    ``<prefix>-<agent>``, :func:`sumo_cli.store.shipped.retire`): same number, same SHA-256."""
+    rows = s.execute(select(Version.id, Agent.name).join(Agent, Agent.id == Version.agent_id)
+                     .where(Version.version == v["version"], Version.sha256 == v["sha256"]).order_by(Version.id)).all()
+    found = next((vid for vid, name in rows if name.endswith("-" + v["agent"])), None)
+    return (found, v["sha256"]) if found is not None else None
 
 
 def import_run(db: Database, payload: dict) -> tuple[int, str]:

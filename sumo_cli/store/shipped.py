@@ -233,6 +233,41 @@ def write_manifest(folder: Path, agents: list[dict], keep: bool = False) -> None
     manifest.write_text(json.dumps(doc, indent=2) + "\n")
 
 
+def retire(folder: Path, names: list[str], prefix: str, why: str) -> list[str]:
+    """Keep the shipped agents ``names`` under ``<prefix>-<name>`` before their names ship anew: their
+    files move to the new name's folder (an entry sharing a retired agent's files, a tracking sibling,
+    follows them), their provenance says why. The runs archived in docs/runs/ name the versions they
+    played by SHA-256, and :mod:`sumo_cli.store.archive` finds a retired one under its new name, so a
+    re-shipped population does not void them. Returns the new names."""
+    doc = json.loads((folder / "manifest.json").read_text())
+    by_name = {a["name"]: a for a in doc["agents"]}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise UserError(f"{', '.join(unknown)}: not shipped in {folder}")
+    taken = [f"{prefix}-{n}" for n in names if f"{prefix}-{n}" in by_name]
+    if taken:
+        raise UserError(f"{', '.join(taken)}: already shipped in {folder}")
+    moved = {}  # old folder -> new folder, for the agents that own their files
+    for n in names:
+        owned = {v["file"].split("/")[0] for v in by_name[n]["versions"]}
+        if owned == {n}:
+            moved[n] = f"{prefix}-{n}"
+    for old, new in moved.items():
+        os.replace(folder / old, folder / new)
+    for n in names:
+        a = by_name.pop(n)
+        a["versions"] = [{**v, "file": "/".join([moved.get(v["file"].split("/")[0], v["file"].split("/")[0]),
+                                                 *v["file"].split("/")[1:]])} for v in a["versions"]]
+        missing = [v["file"] for v in a["versions"] if not (folder / (v["file"] + ".safetensors")).is_file()]
+        if missing:
+            raise UserError(f"{n} shares files with an agent that is not retired with it ({missing[0]})")
+        a["name"] = f"{prefix}-{n}"
+        a["provenance"] = {**a["provenance"], "retired": {"was": n, "why": why}}
+        by_name[a["name"]] = a
+    write_manifest(folder, list(by_name.values()))
+    return [f"{prefix}-{n}" for n in names]
+
+
 def ship(folder: Path, name: str, body: str, arch: str, strategy: str,
          versions: list[tuple[int, Path, str, int | None, int | None]], provenance: dict,
          default_version: int | None = None) -> dict:
