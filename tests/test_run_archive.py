@@ -142,19 +142,22 @@ def test_the_trip_keeps_every_field_on_any_database(shipped_ants, cli, any_db_ur
 
 
 def test_an_archive_outlives_the_re_shipping_of_an_agent_it_played(shipped_ants, cli, tmp_path):
-    """Retired before its name ships anew, an agent's versions stay shipped under a new name, and an
-    archive that played them imports with them (found by number and SHA-256), not with the new ones."""
+    """Retired before its name ships anew, an agent's versions stay shipped under a new name; an
+    archive that played them imports with them (found by number and SHA-256), and a run resumed
+    plays on with them, not with the new versions of the name."""
     import torch
 
+    from sumo_cli.errors import UserError
     from sumo_cli.nets import policy as P
     from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
     from sumo_cli.nets.normalizer import new_stats
-    from sumo_cli.errors import UserError
     from sumo_cli.store import shipped
 
-    _json(cli, "--db", "a.sqlite", "tournament", "--agents", AGENTS, "--matches", "2", *GAME)
+    whole = _json(cli, "--db", "a.sqlite", "tournament", "--agents", AGENTS, "--matches", "4", *GAME)
     _json(cli, "--db", "a.sqlite", "runs", "export", "1", "--out", "t.json.gz")
-    before = _json(cli, "--db", "a.sqlite", "runs", "show", "1")["results"]
+    _json(cli, "--db", "part.sqlite", "tournament", "--agents", AGENTS, "--matches", "4", *GAME)
+    _cut(tmp_path / "part.sqlite", 2)
+    _json(cli, "--db", "part.sqlite", "runs", "export", "1", "--out", "part.json.gz")
 
     assert shipped.retire(shipped_ants, ["sparring-ant"], "old", "re-trained") == ["old-sparring-ant"]
     base = tmp_path / "run2" / "v00007"
@@ -163,17 +166,20 @@ def test_an_archive_outlives_the_re_shipping_of_an_agent_it_played(shipped_ants,
     sha = save_checkpoint(base, checkpoint_tensors(P.init_params(spec, torch.Generator().manual_seed(8)), new_stats(133)),
                           spec, body="ant", strategy="none", metadata={"agent": "sparring-ant", "version": 7})
     shipped.ship(shipped_ants, "sparring-ant", "ant", "mlp", "none", [(7, base, sha, 7, 700)], {"command": "test"})
-    assert not (shipped_ants / "sparring-ant" / "v00007.safetensors").samefile(
-        shipped_ants / "old-sparring-ant" / "v00007.safetensors")
-
-    imported = _json(cli, "--db", "b.sqlite", "runs", "import", "t.json.gz")
-    assert imported["status"] == "finished"
-    after = _json(cli, "--db", "b.sqlite", "runs", "show", "1")["results"]
-    assert after["leaderboard"] == before["leaderboard"]  # as the run named its players
-    code, out, err = cli("--db", "b.sqlite", "matches", "--json")
-    assert code == 0, err
-    assert {p for m in json.loads(out) for p in (m["a"], m["b"])} == {"ant-mlp@7", "old-sparring-ant@7:track"}
-    retired = _json(cli, "--db", "b.sqlite", "agents", "show", "old-sparring-ant")
-    assert retired["origin"]["retired"] == {"was": "sparring-ant", "why": "re-trained"}
     with pytest.raises(UserError, match="already shipped"):
         shipped.retire(shipped_ants, ["sparring-ant"], "old", "again")
+
+    def players(db: str) -> set[str]:
+        code, out, err = cli("--db", db, "matches", "--json")
+        assert code == 0, err
+        return {p for m in json.loads(out) for p in (m["a"], m["b"])}
+
+    assert _json(cli, "--db", "b.sqlite", "runs", "import", "t.json.gz")["status"] == "finished"
+    assert _json(cli, "--db", "b.sqlite", "runs", "show", "1")["results"]["leaderboard"] == whole["leaderboard"]
+    assert players("b.sqlite") == {"ant-mlp@7", "old-sparring-ant@7:track"}
+    retired = _json(cli, "--db", "b.sqlite", "agents", "show", "old-sparring-ant")
+    assert retired["origin"]["retired"] == {"was": "sparring-ant", "why": "re-trained"}
+
+    assert _json(cli, "--db", "c.sqlite", "runs", "import", "part.json.gz")["status"] == "interrupted"
+    assert _json(cli, "--db", "c.sqlite", "tournament", "--resume", "1")["leaderboard"] == whole["leaderboard"]
+    assert players("c.sqlite") == {"ant-mlp@7", "old-sparring-ant@7:track"}  # the resumed games too

@@ -106,8 +106,27 @@ def open_run(db: Database, run_id: int, kind: str, finished: str) -> tuple[dict,
             raise UserError(finished)
         ownership.check_not_running(run)
         config, seed = dict(run.config), run.seed
-    members = [Member(**m) for m in config["members"]]
-    return config, seed, members, [load_agent(db, m.name) for m in members]
+        members = [Member(**m) for m in config["members"]]
+        recorded = _recorded_versions(s, run_id, kind, config, seed, len(members))
+        names = [m.name if i not in recorded else
+                 store_runs.version_label(s, recorded[i]) + (":" + m.name.split(":", 1)[1] if ":" in m.name else "")
+                 for i, m in enumerate(members)]
+    return config, seed, members, [load_agent(db, name) for name in names]
+
+
+def _recorded_versions(s, run_id: int, kind: str, config: dict, seed: int, n: int) -> dict[int, int]:  # noqa: ANN001
+    """Member index -> the version id the run stored for it: a resumed run plays the very versions it
+    began with, though a name of its may resolve to another since (a member re-shipped, its earlier
+    versions retired under another name, sumo_cli/store/shipped.py)."""
+    if kind == "evolution":
+        return {slot // config["copies"]: vid for slot, vid in store_runs.generation_slots(s, run_id, 0)}
+    played = store_runs.played_versions(s, run_id)
+    out: dict[int, int] = {}
+    for game in random_pairs(n, config["matches"], seed):
+        if game.index in played:
+            out.setdefault(game.a, played[game.index][0])
+            out.setdefault(game.b, played[game.index][1])
+    return out
 
 
 def each_game(results):  # noqa: ANN001, ANN202

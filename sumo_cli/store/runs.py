@@ -14,7 +14,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from sumo_cli.errors import UserError
-from sumo_cli.store.models import Iteration, Match, Member, Rating, Run
+from sumo_cli.store.models import Agent, Iteration, Match, Member, Rating, Run, Version
 
 
 def create_run(session: Session, kind: str, config: dict, seed: int, total: int, code_version: str) -> int:
@@ -106,6 +106,18 @@ def run_outcomes(session: Session, run_id: int) -> dict[int, str]:
     """Schedule index -> outcome ('a', 'b' or 'draw') of every game of a run written so far."""
     rows = session.execute(select(Match.run_index, Match.outcome).where(Match.run_id == run_id)).all()
     return {int(i): str(o) for i, o in rows}
+
+
+def played_versions(session: Session, run_id: int) -> dict[int, tuple[int, int]]:
+    """Schedule index -> (version id of player a, of player b) of every game of a run written so far."""
+    rows = session.execute(select(Match.run_index, Match.version_a_id, Match.version_b_id).where(Match.run_id == run_id))
+    return {int(i): (int(a), int(b)) for i, a, b in rows}
+
+
+def version_label(session: Session, version_id: int) -> str:
+    """``agent@version`` of a stored version, as a name resolves."""
+    v = session.get(Version, version_id)
+    return f"{session.get(Agent, v.agent_id).name}@{v.version}"
 
 
 def run_generations(session: Session, run_id: int) -> dict[int, dict[int, int]]:
