@@ -145,13 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     def data(slot: str, version: int) -> AgentData:
         return AgentData.from_loaded(load_agent(db, f"{slots[slot]}@{version}"))
 
-    index = {m: i for i, m in enumerate(sorted(stages))}  # a slot's seeds; a candidate plays on its slot's
+    # a slot's seeds, the same whichever slots the database holds yet; a candidate plays on its slot's
+    index = {m: i for i, m in enumerate(sorted(plan.members()))}
     slot_of = {m: m for m in stages}
     for key, (name, slot, vs, sha) in cands.items():
         slots[key], stages[key], shas[key], slot_of[key] = name, vs, sha, slot
     zoo = {}  # body -> its original MLP v3 and LSTM v3
     jobs = []
-    for slot in sorted(k for k in stages if k in only or k in cands) if only or cands else sorted(index):
+    for slot in sorted(k for k in stages if k in only or k in cands) if only or cands else sorted(k for k in index if k in stages):
         vs, i = stages[slot], index.get(slot_of[slot], len(index))
         ref = names.parse(slot_of[slot])
         final = data(slot, vs[-1])
@@ -182,8 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge and Path(args.out).is_file():
         previous = json.loads(Path(args.out).read_text())
         results = {slot: dict(e["games"]) for slot, e in previous.items()}
-        for key, e in previous.items():  # a candidate measured before: as the file says
-            if key not in stages and "@" in key:
+        budget = {**{slot: tuple(e["budget"][k] for k in ("iterations", "env_steps", "wall_seconds"))
+                     for slot, e in previous.items() if "budget" in e}, **budget}
+        for key, e in previous.items():  # a candidate, or a slot this database lacks, measured before: as the file says
+            if key not in stages:
                 slots[key], stages[key], slot_of[key] = e["agent"].split("@")[0], e["stage_versions"], e["slot"]
     with ProcessPoolExecutor(args.workers) as pool_ex:
         for (slot, what), r in pool_ex.map(_play, jobs):
