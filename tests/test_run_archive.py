@@ -179,6 +179,8 @@ def test_an_archive_outlives_the_re_shipping_of_an_agent_it_played(shipped_ants,
     assert players("b.sqlite") == {"ant-mlp@7", "old-sparring-ant@7:track"}
     retired = _json(cli, "--db", "b.sqlite", "agents", "show", "old-sparring-ant")
     assert retired["origin"]["retired"] == {"was": "sparring-ant", "why": "re-trained"}
+    code, _, err = cli("--db", "b.sqlite", "report", "--out", "report")  # its players by their places in the run
+    assert code == 0 and "sparring-ant@7:track" in (tmp_path / "report" / "report.md").read_text(), err
 
     assert _json(cli, "--db", "c.sqlite", "runs", "import", "part.json.gz")["status"] == "interrupted"
     assert _json(cli, "--db", "c.sqlite", "tournament", "--resume", "1")["leaderboard"] == whole["leaderboard"]

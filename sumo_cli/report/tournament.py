@@ -110,13 +110,16 @@ def _top5(rows: list[dict]) -> tuple[list[str], list]:
 def _nash(db, run: dict, rows: list[dict], out: Path, stem: str) -> tuple[list[str], list[Figure], dict]:  # noqa: ANN001
     from sumo_cli.store import reports as store_reports
 
+    from sumo_cli.compete.schedule import random_pairs
+
     members = [m["name"] for m in run["config"]["members"]]
-    index = {name: i for i, name in enumerate(members)}
     with db.read() as s:
         games = store_reports.run_games(s, run["id"])
-        info = store_reports.version_info(s, {g["a"] for g in games} | {g["b"] for g in games})
-    tuples = [(index[info[g["a"]]["name"]], index[info[g["b"]]["name"]], g["bouts_won_a"], g["bouts_won_b"],
-               g["bouts_drawn"]) for g in games]
+    # the players by their places in the run's schedule: a version may be shipped under another name
+    # since (a retired population member), and a member played with another strategy names it too
+    schedule = random_pairs(len(members), run["config"]["matches"], run["seed"])
+    tuples = [(schedule[g["index"]].a, schedule[g["index"]].b, g["bouts_won_a"], g["bouts_won_b"], g["bouts_drawn"])
+              for g in games]
     n = len(members)
     wins, bouts = G.bout_counts(n, tuples)
     p, observed = G.win_rate_matrix(wins, bouts)
