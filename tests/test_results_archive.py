@@ -34,3 +34,25 @@ def test_the_paper_scale_page_is_drawn_from_its_archives(cli, monkeypatch):
     assert len(shown["generations"]) - 1 == int(evolution[2])
     if evolution[3]:
         assert (shown["current"]["generation"], shown["current"]["played"]) == (int(evolution[3]), int(evolution[4]))
+
+
+def test_the_second_populations_tournament_resumes_from_its_archive_on_the_shipped_population(cli, monkeypatch):
+    """The paper-scale tournament of the second plan's population, under way across sittings: its
+    archive imports against the population shipped now (every version it played, by SHA-256)."""
+    monkeypatch.setenv("SUMO_POLICIES", str(ROOT / "policies"))
+    code, out, err = cli("--db", "second.sqlite", "runs", "import", str(RUNS / "tournament-paper-2.json.gz"), "--json")
+    assert code == 0, err
+    imported = json.loads(out)
+    assert imported["kind"] == "tournament" and imported["status"] in ("interrupted", "finished")
+    code, out, err = cli("--db", "second.sqlite", "runs", "show", str(imported["id"]), "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert len(shown["run"]["config"]["members"]) == 105
+    assert {m["name"].split("@")[0] for m in shown["run"]["config"]["members"]} == {
+        a for a in _population_names()}
+
+
+def _population_names() -> set[str]:
+    from sumo_cli.runs.population_plan import load_plan
+
+    return set(load_plan().members())
