@@ -247,20 +247,18 @@ def retire(folder: Path, names: list[str], prefix: str, why: str) -> list[str]:
     taken = [f"{prefix}-{n}" for n in names if f"{prefix}-{n}" in by_name]
     if taken:
         raise UserError(f"{', '.join(taken)}: already shipped in {folder}")
-    moved = {}  # old folder -> new folder, for the agents that own their files
+    # every retired version's folder is an agent retired with it (a tracking sibling shares its
+    # source's folder), checked before anything moves
+    folders = {n: {v["file"].partition("/")[0] for v in by_name[n]["versions"]} for n in names}
+    stray = sorted(f for fs in folders.values() for f in fs if f not in names)
+    if stray:
+        raise UserError(f"{stray[0]} holds files of an agent retired here, and is not retired with it")
     for n in names:
-        owned = {v["file"].split("/")[0] for v in by_name[n]["versions"]}
-        if owned == {n}:
-            moved[n] = f"{prefix}-{n}"
-    for old, new in moved.items():
-        os.replace(folder / old, folder / new)
+        if n in set().union(*folders.values()):
+            os.replace(folder / n, folder / f"{prefix}-{n}")
     for n in names:
         a = by_name.pop(n)
-        a["versions"] = [{**v, "file": "/".join([moved.get(v["file"].split("/")[0], v["file"].split("/")[0]),
-                                                 *v["file"].split("/")[1:]])} for v in a["versions"]]
-        missing = [v["file"] for v in a["versions"] if not (folder / (v["file"] + ".safetensors")).is_file()]
-        if missing:
-            raise UserError(f"{n} shares files with an agent that is not retired with it ({missing[0]})")
+        a["versions"] = [{**v, "file": f"{prefix}-{v['file']}"} for v in a["versions"]]
         a["name"] = f"{prefix}-{n}"
         a["provenance"] = {**a["provenance"], "retired": {"was": n, "why": why}}
         by_name[a["name"]] = a
