@@ -37,20 +37,6 @@ from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Iteration, Run
 
-#: What the paper did where the plan takes a shortcut, by strategy.
-PAPER_DID = {
-    "none": "trained by PPO self-play for thousands of iterations of 32,000 episodes on a cluster; here 200-1250 (MLP) "
-            "or 160 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
-    "track": "a PPO agent trained like its no-adaptation sibling and tracking at execution: here the sibling's very "
-             "versions, played with PPO tracking between rounds",
-    "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained; here 10 "
-            "meta-updates started from the pool agent of its architecture (--init-from, the meta recipe)",
-    "rl2": "trained from scratch against the pool for as long as the pool trained; here 40 updates kickstarted by "
-           "its body's MLP (the rl2 recipe), meeting the pool's versions at the same share of their history "
-           "(--opponent-stride 5)",
-}
-
-
 def _run_iterations(s, agent) -> tuple[Run, dict]:  # noqa: ANN001
     """The agent's training run and its iterations by number."""
     run = s.get(Run, agent.origin["run_id"])
@@ -130,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 "seed": run.seed, "env_steps": env_before + steps, "iterations": offset + last,
                 "wall_seconds": round(sum(e["wall_seconds"] or 0 for e in sittings), 1),
                 "code_commit": args.code_commit, "trained_as": source, "config": run.config.get("train", {}),
-                "paper_did": PAPER_DID[step.strategy], "sittings": sittings,
+                "paper_did": PS.PAPER_DID[step.strategy], "sittings": sittings,
             }
             planned = (run.config.get("train") or {}).get("iterations")
             if planned and planned != last:

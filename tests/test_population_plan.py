@@ -42,8 +42,11 @@ def test_the_shipped_plan_fills_every_slot_of_the_papers_population_from_fresh_w
     assert set(by["pop-spider-mlp"].depends) == {"pop-ant-mlp", "pop-bug-mlp"}
     pool = {"pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"}
     for s in plan.steps:
-        if s.strategy in ("meta", "rl2"):
-            assert pool <= set(s.depends), s.name  # every adaptation learner trains against the three-body pool
+        if s.strategy == "rl2":
+            assert pool <= set(s.depends), s.name  # RL^2 learners train against the three-body pool
+        if s.strategy == "meta":  # from fresh weights against the learning opponents shipped beside the population
+            assert s.option("--init-from") is None and s.option("--teacher") is None, s.name
+            assert s.option("--opponents") == "learn-ant-lstm,learn-bug-lstm,learn-spider-lstm", s.name
 
 
 def test_every_option_of_the_shipped_plan_is_an_option_of_sumo_train():

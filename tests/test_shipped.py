@@ -211,3 +211,59 @@ def test_a_policies_folder_that_is_not_there_is_named(cli, monkeypatch, tmp_path
     code, out, err = cli("agents")
     assert code == 2 and "holds no manifest.json" in err
 
+
+
+def _promote(policies: Path, step_options: str, *extra: str) -> int:
+    import importlib.util
+
+    plan = policies / "population.toml"
+    plan.write_text('format = "sumo-population-plan"\nformat_version = 1\n[[steps]]\nname = "pop9-ant-mlp"\n'
+                    f'member = "ant-mlp"\ntrain = "{step_options}"\n')
+    spec = importlib.util.spec_from_file_location("promote_agent", Path(__file__).resolve().parents[1] / "scripts" / "promote_agent.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main(["candidate", "--step", "pop9-ant-mlp", "--to", str(policies), *extra])
+
+
+@pytest.fixture
+def candidate(policies: Path, tmp_path: Path) -> Path:
+    """``policies`` with a candidate shipped beside the population: trained by seed 3 for 9
+    iterations, its final shipped version the 7th."""
+    shipped.retire(policies, ["ant-mlp"], "old", "a candidate takes its slot")
+    base, sha = _fake_run_checkpoint(tmp_path, 7)
+    shipped.ship(policies, "candidate", "ant", "mlp", "none", [(7, base, sha, 7, 700)],
+                 {"command": "sumo train ...", "config": {"body": "ant", "arch": "mlp", "strategy": "none", "seed": 3,
+                                                          "alpha_init": 0.5, "opponents": ["a", "b"], "iterations": 9}},
+                 default_version=7)
+    return policies
+
+
+def test_a_candidate_promoted_into_the_population_is_its_plan_step_done_from_shipped(candidate: Path, capsys):
+    from sumo_cli.runs.population_plan import load_plan
+    from sumo_cli.runs.population_shipped import shipped_steps
+
+    before = {a.name: a for a in shipped.read_manifest(candidate)}["candidate"]
+    assert _promote(candidate, "--body ant --arch mlp --seed 3 --opponents a,b --iterations 7") == 0
+    agents = {a.name: a for a in shipped.read_manifest(candidate)}
+    assert "candidate" not in agents and not (candidate / "candidate").exists()
+    member = agents["ant-mlp"]
+    assert [(v.version, v.sha256) for v in member.versions] == [(v.version, v.sha256) for v in before.versions]
+    assert member.provenance["plan_step"]["name"] == "pop9-ant-mlp" and member.provenance["shipped_as"] == "candidate"
+    assert member.provenance["command"] == "sumo train ..."  # how it was trained stays
+    assert all(v.path.parent == candidate / "ant-mlp" and v.path.with_suffix(".safetensors").is_file() for v in member.versions)
+    assert shipped_steps(load_plan(candidate / "population.toml"))["pop9-ant-mlp"].iterations == 7
+
+
+@pytest.mark.parametrize("options, why", [
+    ("--body ant --arch mlp --seed 4 --iterations 7", "--seed 4 (trained with 3)"),
+    ("--body ant --arch mlp --seed 3 --iterations 9", "--iterations 9 (its final shipped version is 7"),
+    ("--body ant --arch mlp --seed 3 --alpha-init=0.1 --iterations 7", "--alpha-init 0.1 (trained with 0.5)"),
+    ("--body ant --arch mlp --seed 3 --teacher none --iterations 7", "--teacher (its run recorded no teacher)"),
+    ("--body ant --arch mlp --seed 3 --opponents a --iterations 7", "--opponents a (trained with a,b)"),
+])
+def test_a_candidate_trained_otherwise_than_the_step_says_is_refused_and_nothing_moves(candidate: Path, options, why,
+                                                                                       capsys):
+    manifest = (candidate / "manifest.json").read_text()
+    assert _promote(candidate, options) == 2
+    assert why in capsys.readouterr().out
+    assert (candidate / "manifest.json").read_text() == manifest and (candidate / "candidate").is_dir()

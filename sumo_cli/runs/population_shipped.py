@@ -29,6 +29,20 @@ from sumo_cli.store.database import Database
 ORIGIN_KEY = "from_shipped"
 LOCAL, SHIPPED = "locally", "from shipped"
 
+#: What the paper did where the plan takes a shortcut, by strategy.
+PAPER_DID = {
+    "none": "trained by PPO self-play for thousands of iterations of 32,000 episodes on a cluster; here 200-1250 (MLP) "
+            "or 160 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
+    "track": "a PPO agent trained like its no-adaptation sibling and tracking at execution: here the sibling's very "
+             "versions, played with PPO tracking between rounds",
+    "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained; here from fresh "
+            "weights, 60 meta-updates against the learning opponents' consecutive versions (learn-*-lstm), the step "
+            "sizes starting at 0.5",
+    "rl2": "trained from scratch against the pool for as long as the pool trained; here 40 updates kickstarted by "
+           "its body's MLP (the rl2 recipe), meeting the pool's versions at the same share of their history "
+           "(--opponent-stride 5)",
+}
+
 
 @dataclass(frozen=True)
 class ShippedStep:

@@ -233,37 +233,56 @@ def write_manifest(folder: Path, agents: list[dict], keep: bool = False) -> None
     manifest.write_text(json.dumps(doc, indent=2) + "\n")
 
 
+def _renamed(folder: Path, by_name: dict[str, dict], renames: dict[str, str], provenance: dict[str, dict]) -> None:
+    """Ship the agents ``renames`` names (old -> new) under their new names: check that every folder
+    they use moves with them (a tracking sibling shares its source's folder), then move the folders,
+    rewrite the entries (``provenance[old]`` added to each one's provenance) and the manifest."""
+    unknown = [n for n in renames if n not in by_name]
+    if unknown:
+        raise UserError(f"{', '.join(unknown)}: not shipped in {folder}")
+    taken = [new for new in renames.values() if new in by_name]
+    if taken:
+        raise UserError(f"{', '.join(taken)}: already shipped in {folder}")
+    folders = {n: {v["file"].partition("/")[0] for v in by_name[n]["versions"]} for n in renames}
+    stray = sorted(f for fs in folders.values() for f in fs if f not in renames)
+    if stray:
+        raise UserError(f"{stray[0]} holds files of an agent renamed here, and is not renamed with it")
+    for old, new in renames.items():
+        if old in set().union(*folders.values()):
+            os.replace(folder / old, folder / new)
+    for old, new in renames.items():
+        a = by_name.pop(old)
+        a["versions"] = [{**v, "file": f"{renames[v['file'].partition('/')[0]]}/{v['file'].partition('/')[2]}"}
+                         for v in a["versions"]]
+        a["name"] = new
+        a["provenance"] = {**a["provenance"], **provenance[old]}
+        by_name[new] = a
+    write_manifest(folder, list(by_name.values()))
+
+
+def _entries(folder: Path) -> dict[str, dict]:
+    return {a["name"]: a for a in json.loads((folder / "manifest.json").read_text())["agents"]}
+
+
 def retire(folder: Path, names: list[str], prefix: str, why: str) -> list[str]:
     """Keep the shipped agents ``names`` under ``<prefix>-<name>`` before their names ship anew: their
     files move to the new name's folder (an entry sharing a retired agent's files, a tracking sibling,
     follows them), their provenance says why. The runs archived in docs/runs/ name the versions they
     played by SHA-256, and :mod:`sumo_cli.store.archive` finds a retired one under its new name, so a
     re-shipped population does not void them. Returns the new names."""
-    doc = json.loads((folder / "manifest.json").read_text())
-    by_name = {a["name"]: a for a in doc["agents"]}
-    unknown = [n for n in names if n not in by_name]
-    if unknown:
-        raise UserError(f"{', '.join(unknown)}: not shipped in {folder}")
-    taken = [f"{prefix}-{n}" for n in names if f"{prefix}-{n}" in by_name]
-    if taken:
-        raise UserError(f"{', '.join(taken)}: already shipped in {folder}")
-    # every retired version's folder is an agent retired with it (a tracking sibling shares its
-    # source's folder), checked before anything moves
-    folders = {n: {v["file"].partition("/")[0] for v in by_name[n]["versions"]} for n in names}
-    stray = sorted(f for fs in folders.values() for f in fs if f not in names)
-    if stray:
-        raise UserError(f"{stray[0]} holds files of an agent retired here, and is not retired with it")
-    for n in names:
-        if n in set().union(*folders.values()):
-            os.replace(folder / n, folder / f"{prefix}-{n}")
-    for n in names:
-        a = by_name.pop(n)
-        a["versions"] = [{**v, "file": f"{prefix}-{v['file']}"} for v in a["versions"]]
-        a["name"] = f"{prefix}-{n}"
-        a["provenance"] = {**a["provenance"], "retired": {"was": n, "why": why}}
-        by_name[a["name"]] = a
-    write_manifest(folder, list(by_name.values()))
-    return [f"{prefix}-{n}" for n in names]
+    renames = {n: f"{prefix}-{n}" for n in names}
+    _renamed(folder, _entries(folder), renames, {n: {"retired": {"was": n, "why": why}} for n in names})
+    return list(renames.values())
+
+
+def promote(folder: Path, name: str, member: str, plan_step: dict, paper_did: str) -> None:
+    """Ship the agent ``name`` (shipped beside the population) as the population member ``member``,
+    filled by the plan step ``plan_step`` whose options its run was trained with: its files move,
+    its provenance keeps how it was trained and adds the step (so `sumo population train` counts the
+    step done from shipped) and what it was shipped as before. The member's earlier agent is retired
+    first (:func:`retire`)."""
+    _renamed(folder, _entries(folder), {name: member},
+             {name: {"plan_step": plan_step, "shipped_as": name, "paper_did": paper_did}})
 
 
 def ship(folder: Path, name: str, body: str, arch: str, strategy: str,
