@@ -112,8 +112,6 @@ def test_teachers_that_cannot_teach_are_refused(cli):
     code, _, err = _train(cli, "--arch", "lstm", "--teacher", "an-rl2", "--name", "b")
     assert code == 2 and "a teacher must be an MLP or an LSTM" in err
     assert _train(cli, "--arch", "mlp", "--features", "ego", "--iterations", "1", "--name", "ego-mlp")[0] == 0
-    code, _, err = _train(cli, "--arch", "mlp", "--strategy", "meta", "--teacher", "ego-mlp", "--name", "c")
-    assert code == 2 and "--teacher applies to the strategies none, track and rl2" in err
     code, _, err = _train(cli, "--arch", "lstm", "--teacher", "ego-mlp", "--name", "d")  # features ego vs none
     assert code == 2 and "has features ego and 133 inputs; this run's ant policy has features none and 120" in err
 
@@ -156,3 +154,43 @@ def test_the_fight_recipe_kickstarts_a_spider_mlp_from_the_spider_lstm(cli, tmp_
     assert _teacher_of(tmp_path, "taught-spider-lstm") == f"spider-mlp@{default['spider-mlp']}"
     assert cli("train", "--body", "ant", "--arch", "mlp", "--name", "lone-ant", *tiny)[0] == 0
     assert _teacher_of(tmp_path, "lone-ant") == ""
+
+
+@pytest.mark.parametrize("arch", ["mlp", "lstm"])
+def test_a_meta_learners_distillation_term_is_the_kl_to_its_teacher_step_by_step(arch):
+    """meta_train.distillation: coef x KL(teacher || pi_theta) averaged over theta's rollout, theta
+    stepped as it acted (the frozen statistics, the state zeroed at episode starts); its gradient
+    reaches theta."""
+    from sumo_cli.meta.meta_train import distillation
+
+    spec = P.PolicySpec(arch, 3, 2, hidden=8)
+    env = PendulumVecEnv(3, max_steps=7)
+    norm = _norm_with_data(3, 2)
+    params = _randomised(spec, 5)
+    ro, _ = C.collect(env, spec, params, norm, 20, C.new_carry(env, spec, seed=1), _gen(1))
+    teacher_means, teacher_logstd = torch.randn(20, 3, 2, generator=_gen(2)), torch.full((2,), -0.3)
+    theta = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+    loss = distillation(spec, norm.stats, teacher_means, teacher_logstd, 0.7, ro)(theta)
+    x = nz.normalize(norm.stats, ro.obs)
+    state, kls = P.initial_state(spec, 3), []
+    with torch.no_grad():
+        for t in range(20):
+            state = P.reset_state(state, ro.first[t])
+            mean, _, state = P.forward(spec, params, x[t], state)
+            kls.append(KS.gaussian_kl(teacher_means[t], teacher_logstd, mean, params["logstd"]))
+    assert float(loss.detach()) == pytest.approx(0.7 * float(torch.stack(kls).mean()), rel=1e-5)
+    loss.backward()
+    assert all(v.grad is not None and bool(v.grad.abs().sum() > 0) for k, v in theta.items() if not k.startswith("vf/"))
+
+
+def test_a_kickstarted_meta_learner_pins_its_teacher_and_logs_the_distillation(cli, tmp_path):
+    meta = ["--strategy", "meta", "--opponents", "ant-mlp", "--seed", "3"]
+    assert _train(cli, "--arch", "mlp", "--iterations", "2")[0] == 0  # ant-mlp@2: the teacher and the opponent
+    code, out, err = _train(cli, "--arch", "mlp", *meta, "--iterations", "2", "--teacher", "ant-mlp",
+                            "--teacher-iterations", "2", "--teacher-coef", "2", "--json")
+    assert code == 0, err
+    run = [r for r in rows(tmp_path)["Run"] if r.id == json.loads(out)["run_id"]][0]
+    assert run.config["train"]["teacher"] == "ant-mlp@2"
+    its = sorted((i for i in rows(tmp_path)["Iteration"] if i.run_id == run.id), key=lambda i: i.iteration)
+    assert [i.metrics["distill_coef"] for i in its] == [2.0, 1.0]
+    assert all(i.metrics["extra_loss"] > 0 for i in its)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import torch
 from torch import Tensor
@@ -266,9 +267,10 @@ class MetaLearner:
         return adapt(self.model, self.theta, self.log_alpha, pre, self.cfg, create_graph=create_graph, behaviour=behaviour)
 
     def update(self, pre: list[TrajBatch] | TrajBatch, post: TrajBatch, generator: torch.Generator | None = None,
-               mids: list[TrajBatch] | None = None) -> dict:
+               mids: list[TrajBatch] | None = None, extra: Callable[[Params], Tensor] | None = None) -> dict:
         """``mids``: the outer-target batches sampled by ``phi^0 .. phi^{M-1}`` (``outer_steps="all"``;
-        from ``phi^1`` with ``"post"``)."""
+        from ``phi^1`` with ``"post"``). ``extra``: a loss on theta added to every outer step's (a
+        teacher's distillation term, :mod:`sumo_cli.ppo.kickstart`), logged as ``extra_loss``."""
         cfg = self.cfg
         if cfg.outer_adv == "task":
             post = center_adv_per_task(post)
@@ -302,14 +304,20 @@ class MetaLearner:
                     pre_mb, post_mb, ps, bl = pre, post, post_stats, baseline
                     mids_mb = list(zip(mids, mid_stats)) if mids else None
                 out = meta_loss(self.model, self.theta, self.log_alpha, pre_mb, post_mb, cfg, baseline=bl, adv_stats=adv_stats, post_stats=ps, mids=mids_mb)
+                loss = out.loss
+                if extra is not None:
+                    extra_loss = extra(self.theta)
+                    loss = loss + extra_loss
                 self.opt.zero_grad(set_to_none=True)
-                out.loss.backward()
+                loss.backward()
                 if cfg.max_grad_norm is not None:
                     for group in self._clip_groups:
                         torch.nn.utils.clip_grad_norm_(group, cfg.max_grad_norm)
                 self.opt.step()
                 epoch_kl.append(out.approx_kl)
-                info = {"loss": float(out.loss.detach()), "ppo": float(out.ppo), "vf": float(out.vf), "score": float(out.score)}
+                info = {"loss": float(loss.detach()), "ppo": float(out.ppo), "vf": float(out.vf), "score": float(out.score)}
+                if extra is not None:
+                    info["extra_loss"] = float(extra_loss.detach())
             epochs += 1
             kls.append(sum(epoch_kl) / len(epoch_kl))
             if cfg.outer_target_kl is not None and kls[-1] > cfg.outer_target_kl:

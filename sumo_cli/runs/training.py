@@ -199,8 +199,6 @@ def _unfit_teacher(spec, cfg: SP.TrainConfig) -> str | None:  # noqa: ANN001 - n
 def _check_teacher(db: Database, cfg: SP.TrainConfig) -> str:
     """``cfg.teacher`` pinned to one stored version, once it loads as an MLP or LSTM policy that observes what
     the run's policy observes; else a UserError in one sentence."""
-    if cfg.strategy == "meta":
-        raise UserError("--teacher applies to the strategies none, track and rl2, not meta")
     rv, ck = _load_version(db, names.without_strategy(cfg.teacher, "--teacher", "a teacher does not adapt"))
     problem = _unfit_teacher(ck.spec, cfg)
     if problem:

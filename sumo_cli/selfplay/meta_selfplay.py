@@ -52,7 +52,9 @@ from torch import Tensor
 from sumo_cli import meta as ML
 from sumo_cli.selfplay import selfplay as SP
 from sumo_cli.adapt.meta_execution import LOG_ALPHA_KEY
-from sumo_cli.meta.meta_train import collect_stacked, episode_returns, finite_mean, meta_iteration
+from sumo_cli.meta.meta_train import collect_stacked, distillation, episode_returns, finite_mean, meta_iteration
+from sumo_cli.ppo import kickstart as KS
+from sumo_cli.ppo.kickstart import Teacher
 from sumo_cli.ppo.ppo import make_params
 from sumo_cli.ppo.rollout import Rollout
 from sumo_cli.selfplay.sumo_vec import OpponentPolicy, SumoVecEnv
@@ -247,6 +249,7 @@ class MetaSelfPlayLearner:
             with torch.no_grad():
                 self.learner.log_alpha.copy_(body_log_alpha(self.learner.log_alpha, list(theta), cfg.alpha_init_body))
         self.obs_stats = nz.new_stats(spec.obs_dim)
+        self.teacher: Teacher | None = None  # set by the trainer when the run names one (cfg.teacher)
 
     # ------------------------------------------------------------------ one iteration
     def iterate(self, ctx: SP.IterationContext) -> dict:
@@ -267,9 +270,17 @@ class MetaSelfPlayLearner:
         measures = measures_heldout(k, cfg.heldout_every)
         if measures:  # theta as phi was adapted from, before the update changes it
             theta_before = {key: v.detach().clone() for key, v in self.learner.params()[0].items()}
+        coef = KS.coefficient(k, cfg.teacher_coef, cfg.teacher_iterations) if self.teacher else 0.0
+        distill = None
+        if coef > 0:  # kickstarting: theta imitates the teacher on its own bouts while it meta-learns
+            teacher = self.teacher
+
+            def distill(ro: Rollout):  # noqa: ANN202
+                return distillation(self.spec, stats, teacher.means(ro), teacher.logstd, coef, ro)
         try:
             info, rollouts = meta_iteration(env, self.spec, self.learner, stats, cfg.num_steps, cfg.num_steps,
-                                            SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen, keep_phi=measures)
+                                            SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen, keep_phi=measures,
+                                            distill=distill)
             episodes = env.finish()
             phi = info.pop("phi", None)
             if measures:
@@ -290,6 +301,8 @@ class MetaSelfPlayLearner:
         out.update(heldout)
         out.update(ML.alpha_metrics(alphas))
         out["meta_tasks"] = G
+        if coef > 0:
+            out["distill_coef"] = coef
         out["meta_seconds"] = time.perf_counter() - t0
         return out
 
