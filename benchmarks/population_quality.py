@@ -182,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {}
     if args.merge and Path(args.out).is_file():
         previous = json.loads(Path(args.out).read_text())
-        results = {slot: dict(e["games"]) for slot, e in previous.items()}
+        measured = {slot for (slot, _), *_ in jobs}
+        # a slot measured now keeps only the games of the parts not measured now (its agent may have changed)
+        results = {slot: {k: g for k, g in e["games"].items() if slot not in measured or _part(k) not in args.parts}
+                   for slot, e in previous.items()}
         budget = {**{slot: tuple(e["budget"][k] for k in ("iterations", "env_steps", "wall_seconds"))
                      for slot, e in previous.items() if "budget" in e}, **budget}
         for key, e in previous.items():  # a candidate, or a slot this database lacks, measured before: as the file says
@@ -216,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         written = PF.write_quality(Path(args.manifest), out, shas)
         print(f"quality written into {args.manifest} for {', '.join(written) or 'no entry (no measured final stage is shipped)'}")
     return 0
+
+
+def _part(game: str) -> str:
+    """The --parts entry that plays a game of this key."""
+    return "cross" if "@" in game else "zoo" if game.startswith("zoo-") else "bars"
 
 
 def _checked(args) -> tuple[list, Path | None]:  # noqa: ANN001

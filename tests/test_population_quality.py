@@ -77,6 +77,25 @@ def test_a_slot_and_a_candidate_say_how_their_bouts_end_and_the_manifest_gets_th
 
 
 @pytest.mark.slow
+def test_merging_keeps_the_parts_not_measured_again_and_drops_a_re_measured_parts_old_games(shipped_db, tmp_path):
+    """--merge: a slot measured again keeps its games of the other parts; its games of the part measured
+    again are the new ones only (an earlier agent's opponents do not linger); other slots stay."""
+    code, first = _run(shipped_db, tmp_path, "--shipped", "--only", "ant-mlp", "--parts", "bars,cross", "--zoo", "")
+    assert code == 0
+    bars = {k: g for k, g in first["ant-mlp"]["games"].items() if "@" not in k}
+    doc = json.loads(json.dumps(first))
+    doc["bug-mlp"] = {**doc["ant-mlp"], "agent": "bug-mlp@400", "slot": "bug-mlp"}
+    doc["ant-mlp"]["games"]["pop1-bug-lstm@40"] = dict(first["ant-mlp"]["games"]["bug-mlp@400"])
+    (tmp_path / "q.json").write_text(json.dumps(doc))
+    code, merged = _run(shipped_db, tmp_path, "--shipped", "--only", "ant-mlp", "--parts", "cross", "--zoo", "", "--merge")
+    assert code == 0
+    games = merged["ant-mlp"]["games"]
+    assert "pop1-bug-lstm@40" not in games and {k: g for k, g in games.items() if "@" not in k} == bars
+    assert {k for k in games if "@" in k} == {k for k in first["ant-mlp"]["games"] if "@" in k}
+    assert merged["bug-mlp"]["games"] == doc["bug-mlp"]["games"]
+
+
+@pytest.mark.slow
 @pytest.mark.zoo
 def test_the_original_agents_of_the_body_are_opponents_and_never_imported(shipped_db, tmp_path, zoo_dir):
     code, out = _run(shipped_db, tmp_path, "--shipped", "--only", "bug-mlp", "--parts", "zoo", "--zoo", str(zoo_dir))
