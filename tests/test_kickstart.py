@@ -193,4 +193,27 @@ def test_a_kickstarted_meta_learner_pins_its_teacher_and_logs_the_distillation(c
     assert run.config["train"]["teacher"] == "ant-mlp@2"
     its = sorted((i for i in rows(tmp_path)["Iteration"] if i.run_id == run.id), key=lambda i: i.iteration)
     assert [i.metrics["distill_coef"] for i in its] == [2.0, 1.0]
-    assert all(i.metrics["extra_loss"] > 0 for i in its)
+    assert all(i.metrics["distill_kl"] > 0 for i in its)
+
+
+@pytest.mark.parametrize("arch", ["mlp", "lstm"])
+def test_a_meta_learners_distillation_phase_moves_theta_toward_its_teacher_and_leaves_the_step_sizes(arch):
+    from sumo_cli import meta as ML
+    from sumo_cli.meta.meta_train import distillation
+
+    spec = P.PolicySpec(arch, 3, 2, hidden=8)
+    env = PendulumVecEnv(4, max_steps=9)
+    norm = _norm_with_data(3, 2)
+    params = _randomised(spec, 3)
+    ro, _ = C.collect(env, spec, params, norm, 30, C.new_carry(env, spec, seed=0), _gen(0))
+    learner = ML.MetaLearner(ML.GaussianModel(spec), params, ML.MetaConfig(lr=3e-3))
+    alpha = learner.log_alpha.detach().clone()
+    loss_of = distillation(spec, norm.stats, torch.full((30, 4, 2), 0.8), torch.full((2,), -0.5), 1.0, ro)
+    with torch.no_grad():
+        before = float(loss_of(learner.theta))
+    learner.distill(loss_of, 4, epochs=40, minibatches=2, generator=_gen(1))
+    with torch.no_grad():
+        after = float(loss_of(learner.theta))
+    assert after < 0.5 * before
+    assert torch.equal(learner.log_alpha.detach(), alpha)
+    assert all(torch.equal(learner.theta[k].detach(), params[k]) for k in params if k.startswith("vf/"))

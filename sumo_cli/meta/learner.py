@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import torch
 from torch import Tensor
+
+from typing import Callable
 
 from sumo_cli.meta.config import MetaConfig, Params
 from sumo_cli.meta.batch import TrajBatch
@@ -267,10 +268,9 @@ class MetaLearner:
         return adapt(self.model, self.theta, self.log_alpha, pre, self.cfg, create_graph=create_graph, behaviour=behaviour)
 
     def update(self, pre: list[TrajBatch] | TrajBatch, post: TrajBatch, generator: torch.Generator | None = None,
-               mids: list[TrajBatch] | None = None, extra: Callable[[Params], Tensor] | None = None) -> dict:
+               mids: list[TrajBatch] | None = None) -> dict:
         """``mids``: the outer-target batches sampled by ``phi^0 .. phi^{M-1}`` (``outer_steps="all"``;
-        from ``phi^1`` with ``"post"``). ``extra``: a loss on theta added to every outer step's (a
-        teacher's distillation term, :mod:`sumo_cli.ppo.kickstart`), logged as ``extra_loss``."""
+        from ``phi^1`` with ``"post"``)."""
         cfg = self.cfg
         if cfg.outer_adv == "task":
             post = center_adv_per_task(post)
@@ -304,20 +304,14 @@ class MetaLearner:
                     pre_mb, post_mb, ps, bl = pre, post, post_stats, baseline
                     mids_mb = list(zip(mids, mid_stats)) if mids else None
                 out = meta_loss(self.model, self.theta, self.log_alpha, pre_mb, post_mb, cfg, baseline=bl, adv_stats=adv_stats, post_stats=ps, mids=mids_mb)
-                loss = out.loss
-                if extra is not None:
-                    extra_loss = extra(self.theta)
-                    loss = loss + extra_loss
                 self.opt.zero_grad(set_to_none=True)
-                loss.backward()
+                out.loss.backward()
                 if cfg.max_grad_norm is not None:
                     for group in self._clip_groups:
                         torch.nn.utils.clip_grad_norm_(group, cfg.max_grad_norm)
                 self.opt.step()
                 epoch_kl.append(out.approx_kl)
-                info = {"loss": float(loss.detach()), "ppo": float(out.ppo), "vf": float(out.vf), "score": float(out.score)}
-                if extra is not None:
-                    info["extra_loss"] = float(extra_loss.detach())
+                info = {"loss": float(out.loss.detach()), "ppo": float(out.ppo), "vf": float(out.vf), "score": float(out.score)}
             epochs += 1
             kls.append(sum(epoch_kl) / len(epoch_kl))
             if cfg.outer_target_kl is not None and kls[-1] > cfg.outer_target_kl:
@@ -330,6 +324,27 @@ class MetaLearner:
         info["alpha"] = self.alpha.tolist()
         return info
 
+
+    def distill(self, loss_of: Callable[[Params, Tensor], Tensor], columns: int, epochs: int, minibatches: int,
+                generator: torch.Generator | None = None) -> float:
+        """Kickstarting's own phase (:mod:`sumo_cli.ppo.kickstart`): ``epochs`` passes over ``columns``
+        rollout columns in ``minibatches`` shuffled subsets, one Adam step of theta's optimizer on
+        ``loss_of(theta, column indices)`` each (the global-norm clip of the outer update), as PPO
+        kickstarts: the outer update's few steps a meta-iteration would imitate a teacher some twenty
+        times slower than a PPO iteration does. Returns the last epoch's mean loss."""
+        params = [v for k, v in self.theta.items() if not k.startswith("vf/")]
+        last = []
+        for _ in range(epochs):
+            last = []
+            for cols in torch.randperm(columns, generator=generator).chunk(max(1, min(minibatches, columns))):
+                loss = loss_of(self.theta, cols)
+                self.opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if self.cfg.max_grad_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+                self.opt.step()
+                last.append(float(loss.detach()))
+        return sum(last) / len(last) if last else 0.0
 
     def update_pairs(self, pairs: list[tuple[TrajBatch, TrajBatch, str, bool]], generator: torch.Generator | None = None) -> dict:
         """The outer update on several batches of task pairs at once (a training chain, see

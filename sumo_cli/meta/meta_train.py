@@ -238,19 +238,14 @@ def meta_iteration(
     seed: int,
     generator: torch.Generator,
     keep_phi: bool = False,
-    distill: Callable[[Rollout], Callable[[P.Params], Tensor]] | None = None,
 ) -> tuple[dict, list[Rollout]]:
     """One meta-iteration: draw ``env.num_groups`` task pairs, sample ``tau_theta`` in ``T_i``
     (and, for ``inner_data="fresh"``, one batch per intermediate ``phi^m``), adapt, sample
     ``tau_phi`` in ``T_{i+1}``, and run the outer update. Returns the update's statistics and the
     rollouts (for the observation normaliser); with ``keep_phi`` the statistics also hold the
-    adapted parameters under ``"phi"`` (detached, one row per task; not for the multi-round chain).
-    ``distill``: given theta's own rollout, the extra loss on theta of its outer update (a teacher's
-    distillation term: :func:`distillation`)."""
+    adapted parameters under ``"phi"`` (detached, one row per task; not for the multi-round chain)."""
     cfg = learner.cfg
     if cfg.train_rounds > 2:
-        if distill is not None:
-            raise ValueError("a teacher's distillation term applies to one task pair per group, not to training chains")
         return chain_iteration(env, spec, learner, stats, steps_pre, steps_post, seed, generator)
     G = env.num_groups
     t0 = time.perf_counter()
@@ -277,8 +272,7 @@ def meta_iteration(
     mids = None
     if cfg.outer_from is not None:
         mids = [ML.batch_from_rollout(r, lam=cfg.lam, baseline=True, **kw) for r in rollouts[cfg.outer_from: cfg.num_steps]]
-    info = learner.update(pre if cfg.inner_data == "fresh" else pre[0], post, generator, mids=mids,
-                          extra=None if distill is None else distill(rollouts[0]))
+    info = learner.update(pre if cfg.inner_data == "fresh" else pre[0], post, generator, mids=mids)
     t2 = time.perf_counter()
     info.update(
         step_returns=[_mean_return(r, G) for r in rollouts],
@@ -293,23 +287,25 @@ def meta_iteration(
 
 
 def distillation(spec: P.PolicySpec, stats: dict | None, teacher_means: Tensor, teacher_logstd: Tensor,
-                 coef: float, rollout: Rollout) -> Callable[[P.Params], Tensor]:
+                 coef: float, rollout: Rollout) -> Callable[[P.Params, Tensor | None], Tensor]:
     """Kickstarting's loss on theta (:mod:`sumo_cli.ppo.kickstart`): ``coef`` times KL(teacher ||
-    pi_theta) per step, summed over the action dimensions and averaged over the steps of theta's own
-    rollout (``teacher_means``: the teacher's on its observations). theta's means are computed as it
-    acted: the rollout's frozen statistics, the recurrent state zeroed at every episode start."""
+    pi_theta) per step, summed over the action dimensions and averaged over the steps of the given
+    columns (all by default) of theta's own rollout (``teacher_means``: the teacher's on its
+    observations). theta's means are computed as it acted: the rollout's frozen statistics, the
+    recurrent state zeroed at every episode start."""
     from sumo_cli.ppo.kickstart import gaussian_kl
 
     x = rollout.obs if stats is None else nz.normalize(stats, rollout.obs)
     t_means, t_logstd = teacher_means.to(x.dtype), teacher_logstd.to(x.dtype)
 
-    def loss(theta: P.Params) -> Tensor:
+    def loss(theta: P.Params, cols: Tensor | None = None) -> Tensor:
+        xs, first, tm = (x, rollout.first, t_means) if cols is None else (x[:, cols], rollout.first[:, cols], t_means[:, cols])
         if spec.recurrent:
-            state0 = P.initial_state(spec, rollout.num_envs, x.dtype)
-            means = P.forward_sequence(spec, theta, x, state0, rollout.first, fused=True)[0]
+            state0 = P.initial_state(spec, xs.shape[1], x.dtype)
+            means = P.forward_sequence(spec, theta, xs, state0, first, fused=True)[0]
         else:
-            means = P.forward(spec, theta, x, {})[0]
-        return coef * gaussian_kl(t_means, t_logstd, means, theta["logstd"]).mean()
+            means = P.forward(spec, theta, xs, {})[0]
+        return coef * gaussian_kl(tm, t_logstd, means, theta["logstd"]).mean()
 
     return loss
 

@@ -270,23 +270,23 @@ class MetaSelfPlayLearner:
         measures = measures_heldout(k, cfg.heldout_every)
         if measures:  # theta as phi was adapted from, before the update changes it
             theta_before = {key: v.detach().clone() for key, v in self.learner.params()[0].items()}
-        coef = KS.coefficient(k, cfg.teacher_coef, cfg.teacher_iterations) if self.teacher else 0.0
-        distill = None
-        if coef > 0:  # kickstarting: theta imitates the teacher on its own bouts while it meta-learns
-            teacher = self.teacher
-
-            def distill(ro: Rollout):  # noqa: ANN202
-                return distillation(self.spec, stats, teacher.means(ro), teacher.logstd, coef, ro)
         try:
             info, rollouts = meta_iteration(env, self.spec, self.learner, stats, cfg.num_steps, cfg.num_steps,
-                                            SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen, keep_phi=measures,
-                                            distill=distill)
+                                            SP.derive_seed(cfg.seed, k, _PAIR_ENV_SEED), gen, keep_phi=measures)
             episodes = env.finish()
             phi = info.pop("phi", None)
             if measures:
                 heldout = self._heldout(env, theta_before, phi, stats, rollouts[-1], k)
         finally:
             env.close()
+        coef = KS.coefficient(k, cfg.teacher_coef, cfg.teacher_iterations) if self.teacher else 0.0
+        if coef > 0:  # kickstarting: theta imitates the teacher on its own bouts of the iteration
+            t1 = time.perf_counter()
+            ro = rollouts[0]
+            loss_of = distillation(self.spec, stats, self.teacher.means(ro), self.teacher.logstd, coef, ro)
+            info["distill_kl"] = self.learner.distill(loss_of, ro.num_envs, cfg.epochs, cfg.num_minibatches, gen) / coef
+            info["distill_coef"] = coef
+            info["update_s"] += time.perf_counter() - t1
         for ro in rollouts:
             self.obs_stats = nz.update(self.obs_stats, ro.obs.to(torch.float64))
         ctx.episodes.extend(episodes)
@@ -301,8 +301,6 @@ class MetaSelfPlayLearner:
         out.update(heldout)
         out.update(ML.alpha_metrics(alphas))
         out["meta_tasks"] = G
-        if coef > 0:
-            out["distill_coef"] = coef
         out["meta_seconds"] = time.perf_counter() - t0
         return out
 
