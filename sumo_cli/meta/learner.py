@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import torch
 from torch import Tensor
-
-from typing import Callable
 
 from sumo_cli.meta.config import MetaConfig, Params
 from sumo_cli.meta.batch import TrajBatch
@@ -323,7 +322,6 @@ class MetaLearner:
         info["post_return"] = float(R.mean())
         info["alpha"] = self.alpha.tolist()
         return info
-
 
     def distill(self, loss_of: Callable[[Params, Tensor], Tensor], columns: int, epochs: int, minibatches: int,
                 generator: torch.Generator | None = None) -> float:
