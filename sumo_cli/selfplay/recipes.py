@@ -69,7 +69,7 @@ FIGHT = Recipe("fight", "wins from the standard start: large batches, the bout's
     "motionless_fraction": 0.3,
     "iterations": 600,
     # A recurrent learner (LSTM, RL^2) is kickstarted by the body's MLP when the database has one
-    # (`<body>-mlp`, e.g. the shipped ones; learn.kickstart): without a teacher the Ant LSTM plateaued at
+    # (`<body>-mlp`, e.g. the shipped ones; ppo.kickstart): without a teacher the Ant LSTM plateaued at
     # 81% against motionless bodies after 19.7 M env steps, with ant-mlp@588 it passed 90% at 0.66 M.
     "teacher": AUTO_TEACHER,
 }, body_values={
@@ -119,7 +119,7 @@ META = Recipe("meta", "--strategy meta warm-started from a pool agent (--init-fr
 RL2 = Recipe("rl2", "--strategy rl2 taught by the body's MLP: the fight recipe with a short motionless phase, "
              "40 iterations, teacher weight gone after 20", {
     **FIGHT.values,
-    # Kickstarted by the body's MLP (learn.kickstart), as the fight recipe's LSTMs: the Ant LSTM passed 90%
+    # Kickstarted by the body's MLP (ppo.kickstart), as the fight recipe's LSTMs: the Ant LSTM passed 90%
     # against motionless Ants at 0.66 M env steps with a teacher, and plateaued at 81% after 19.7 M without.
     "teacher": AUTO_TEACHER, "teacher_iterations": 20,
     # 10 iterations against motionless bodies (the teacher already pushes), then the pool with 30% motionless.

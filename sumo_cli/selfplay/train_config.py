@@ -90,7 +90,7 @@ class TrainConfig(StoredConfig):
     ent_coef: float = 0.0
     reward_scale: float = 0.01  # returns reach +-2000: scaled so the value loss does not swamp the
     # global gradient-norm clip (advantages are standardised anyway)
-    # --- kickstarting (learn.kickstart; for strategy meta a phase of its own after the outer update, on
+    # --- kickstarting (ppo.kickstart; for strategy meta a phase of its own after the outer update, on
     # theta's own bouts: meta_train.distillation, MetaLearner.distill) ---------------------------------
     teacher: str = ""  # name@version of a stored MLP or LSTM policy of the same observation (body and features) to
     # imitate; "" = none; "auto" (the fight recipe) is resolved when the run is created: the body's MLP for a
