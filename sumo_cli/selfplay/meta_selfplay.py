@@ -26,9 +26,13 @@ lowered to the largest divisor of ``n_envs``), ``n_envs`` slots (``--envs``) x `
 (``--steps``) per phase, so ``2 * n_envs * num_steps`` env steps per iteration (defaults 8 tasks,
 8 x 512 per phase = 8,192 env steps); outer epochs = ``min(epochs, 4)`` (``--epochs``), lr =
 ``--lr`` for theta; everything else (the inner loss, the step sizes and their learning rate) is
-the meta-learner's default configuration (:class:`meta.MetaConfig`). The inner/outer losses see the training reward
-unscaled (``reward_scale`` is not applied), as the execution-time adaptation in games sees the raw
-rewards too. Recurrent nets: truncated BPTT in windows of 10 steps; the recurrent state is zeroed at
+the meta-learner's default configuration (:class:`meta.MetaConfig`). The inner/outer losses see the
+training reward unscaled (``reward_scale`` is not applied), as the execution-time adaptation in games
+sees its rewards unscaled too. Games adapt on the faithful reward (dense + sparse), not on the run's
+shaped mix, and (recurrent nets) with full backpropagation through the bout; computed the training's
+way, a kickstarted Ant's update gave back 7 of the 44 points it cost against a motionless body and
+nothing against a learning one (docs/lab-record.md, the population's meta-learners), so games keep
+their rule. Recurrent nets: truncated BPTT in windows of 10 steps; the recurrent state is zeroed at
 each bout start (collect_stacked), not kept across the bouts against one opponent version. The paper
 says both: Sec. 5.2 retains the LSTM states over the interaction with one opponent version, its
 appendix on architectures resets them at every episode (only RL^2 keeping its state). This follows
