@@ -141,23 +141,15 @@ def test_the_trip_keeps_every_field_on_any_database(shipped_ants, cli, any_db_ur
     assert open("back.json.gz", "rb").read() == open("t.json.gz", "rb").read()
 
 
-def test_an_archive_outlives_the_re_shipping_of_an_agent_it_played(shipped_ants, cli, tmp_path):
-    """Retired before its name ships anew, an agent's versions stay shipped under a new name; an
-    archive that played them imports with them (found by number and SHA-256), and a run resumed
-    plays on with them, not with the new versions of the name."""
+def _reship_sparring_ant(shipped_ants, tmp_path) -> None:  # noqa: ANN001
+    """Retire the shipped ``sparring-ant`` as ``old-sparring-ant`` and ship a new one under its name,
+    with a version of the same number (7) and other weights."""
     import torch
 
-    from sumo_cli.errors import UserError
     from sumo_cli.nets import policy as P
     from sumo_cli.nets.checkpoint import checkpoint_tensors, save_checkpoint
     from sumo_cli.nets.normalizer import new_stats
     from sumo_cli.store import shipped
-
-    whole = _json(cli, "--db", "a.sqlite", "tournament", "--agents", AGENTS, "--matches", "4", *GAME)
-    _json(cli, "--db", "a.sqlite", "runs", "export", "1", "--out", "t.json.gz")
-    _json(cli, "--db", "part.sqlite", "tournament", "--agents", AGENTS, "--matches", "4", *GAME)
-    _cut(tmp_path / "part.sqlite", 2)
-    _json(cli, "--db", "part.sqlite", "runs", "export", "1", "--out", "part.json.gz")
 
     assert shipped.retire(shipped_ants, ["sparring-ant"], "old", "re-trained") == ["old-sparring-ant"]
     base = tmp_path / "run2" / "v00007"
@@ -166,6 +158,22 @@ def test_an_archive_outlives_the_re_shipping_of_an_agent_it_played(shipped_ants,
     sha = save_checkpoint(base, checkpoint_tensors(P.init_params(spec, torch.Generator().manual_seed(8)), new_stats(133)),
                           spec, body="ant", strategy="none", metadata={"agent": "sparring-ant", "version": 7})
     shipped.ship(shipped_ants, "sparring-ant", "ant", "mlp", "none", [(7, base, sha, 7, 700)], {"command": "test"})
+
+
+def test_an_archive_outlives_the_re_shipping_of_an_agent_it_played(shipped_ants, cli, tmp_path):
+    """Retired before its name ships anew, an agent's versions stay shipped under a new name; an
+    archive that played them imports with them (found by number and SHA-256), and a run resumed
+    plays on with them, not with the new versions of the name."""
+    from sumo_cli.errors import UserError
+    from sumo_cli.store import shipped
+
+    whole = _json(cli, "--db", "a.sqlite", "tournament", "--agents", AGENTS, "--matches", "4", *GAME)
+    _json(cli, "--db", "a.sqlite", "runs", "export", "1", "--out", "t.json.gz")
+    _json(cli, "--db", "part.sqlite", "tournament", "--agents", AGENTS, "--matches", "4", *GAME)
+    _cut(tmp_path / "part.sqlite", 2)
+    _json(cli, "--db", "part.sqlite", "runs", "export", "1", "--out", "part.json.gz")
+
+    _reship_sparring_ant(shipped_ants, tmp_path)
     with pytest.raises(UserError, match="already shipped"):
         shipped.retire(shipped_ants, ["sparring-ant"], "old", "again")
 
@@ -185,3 +193,20 @@ def test_an_archive_outlives_the_re_shipping_of_an_agent_it_played(shipped_ants,
     assert _json(cli, "--db", "c.sqlite", "runs", "import", "part.json.gz")["status"] == "interrupted"
     assert _json(cli, "--db", "c.sqlite", "tournament", "--resume", "1")["leaderboard"] == whole["leaderboard"]
     assert players("c.sqlite") == {"ant-mlp@7", "old-sparring-ant@7:track"}  # the resumed games too
+
+
+def test_a_resumed_tournament_plays_the_members_it_began_with_before_they_played(shipped_ants, cli, tmp_path):
+    """A member that had not played yet when the run stopped is known by its checkpoint's SHA-256,
+    which the run recorded at its start: re-shipped since under the same name and number, the
+    resumed run still plays the version it began with (found under its retired name)."""
+    whole = _json(cli, "--db", "a.sqlite", "tournament", "--agents", AGENTS, "--matches", "4", *GAME)
+    _json(cli, "--db", "part.sqlite", "tournament", "--agents", AGENTS, "--matches", "4", *GAME)
+    _cut(tmp_path / "part.sqlite", 0)
+    _json(cli, "--db", "part.sqlite", "runs", "export", "1", "--out", "part.json.gz")
+    _reship_sparring_ant(shipped_ants, tmp_path)
+
+    assert _json(cli, "--db", "c.sqlite", "runs", "import", "part.json.gz")["status"] == "interrupted"
+    assert _json(cli, "--db", "c.sqlite", "tournament", "--resume", "1")["leaderboard"] == whole["leaderboard"]
+    code, out, err = cli("--db", "c.sqlite", "matches", "--json")
+    assert code == 0, err
+    assert {p for m in json.loads(out) for p in (m["a"], m["b"])} == {"ant-mlp@7", "old-sparring-ant@7:track"}

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from sumo_cli import __version__
+from sumo_cli.names import parse as parse_name
 from sumo_cli.compete import ratings as R
 from sumo_cli.compete.engine import CONCURRENCY, batches, run_games_job
 from sumo_cli.compete.game import AgentData, GameSettings
@@ -20,7 +21,7 @@ from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import ScheduledGame, random_pairs
 from sumo_cli.errors import UserError
 from sumo_cli.store.library import load_agent
-from sumo_cli.store import ownership
+from sumo_cli.store import ownership, registry
 from sumo_cli.store import matches as store_matches
 from sumo_cli.store import runs as store_runs
 from sumo_cli.store.database import Database
@@ -91,9 +92,18 @@ def tournament_config(members: list[Member], matches: int, rounds: int, episodes
     }
 
 
+#: The configuration key of the members' checkpoint SHA-256s (tournaments created since 2026-12-07).
+MEMBER_SHA256 = "member_sha256"
+
+
 def create_tournament(db: Database, members: list[Member], config: dict, seed: int) -> int:
+    """Store a new tournament run. Its configuration also records every member's checkpoint
+    SHA-256, so that a resumed run plays the versions it began with even where a member's name
+    resolves to another version by then (re-shipped, the earlier versions retired under a new name)."""
     with db.write() as s:
-        return store_runs.create_run(s, "tournament", config, seed, config["matches"], __version__)
+        shas = [registry.resolve(s, m.name).sha256 for m in members]
+        return store_runs.create_run(s, "tournament", {**config, MEMBER_SHA256: shas}, seed, config["matches"],
+                                     __version__)
 
 
 def open_run(db: Database, run_id: int, kind: str, finished: str) -> tuple[dict, int, list[Member], list]:
@@ -108,6 +118,14 @@ def open_run(db: Database, run_id: int, kind: str, finished: str) -> tuple[dict,
         config, seed = dict(run.config), run.seed
         members = [Member(**m) for m in config["members"]]
         recorded = _recorded_versions(s, run_id, kind, config, seed, len(members))
+        for i, sha in enumerate(config.get(MEMBER_SHA256, [])):
+            if i not in recorded:
+                ref = parse_name(members[i].name)
+                vid = registry.find_version(s, ref.name, ref.version, sha)
+                if vid is None:
+                    raise UserError(f"the run's member {members[i].name} (checkpoint SHA-256 {sha[:12]}...) is not in "
+                                    "this database; import or ship that agent first")
+                recorded[i] = vid
         names = [m.name if i not in recorded else
                  store_runs.version_label(s, recorded[i]) + (":" + m.name.split(":", 1)[1] if ":" in m.name else "")
                  for i, m in enumerate(members)]

@@ -26,6 +26,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from sumo_cli.errors import UserError
+from sumo_cli.store import registry
 from sumo_cli.store.database import Database
 from sumo_cli.store.models import Agent, Episode, Match, Member, Rating, Round, Run, Version
 
@@ -125,27 +126,17 @@ def _resolve_versions(s: Session, versions: list[dict]) -> list[int]:
     differs."""
     ids = []
     for v in versions:
-        vid, sha = s.execute(select(Version.id, Version.sha256).join(Agent, Agent.id == Version.agent_id)
-                             .where(Agent.name == v["agent"], Version.version == v["version"])).one_or_none() or (None, None)
-        if vid is None or sha != v["sha256"]:
-            vid, sha = _retired(s, v) or (vid, sha)
+        vid = registry.find_version(s, v["agent"], v["version"], v["sha256"])
         if vid is None:
-            raise UserError(f"the run played {v['agent']}@{v['version']}, which this database does not hold; "
-                            "import or ship that agent first (`sumo agents` lists what it holds)")
-        if sha != v["sha256"]:
+            sha = s.scalar(select(Version.sha256).join(Agent, Agent.id == Version.agent_id)
+                           .where(Agent.name == v["agent"], Version.version == v["version"]))
+            if sha is None:
+                raise UserError(f"the run played {v['agent']}@{v['version']}, which this database does not hold; "
+                                "import or ship that agent first (`sumo agents` lists what it holds)")
             raise UserError(f"{v['agent']}@{v['version']} in this database is not the version the run played "
                             f"(checkpoint SHA-256 {sha[:12]}... here, {v['sha256'][:12]}... in the archive)")
         ids.append(vid)
     return ids
-
-
-def _retired(s: Session, v: dict) -> tuple[int, str] | None:
-    """The version an archive names, when its agent was retired since (shipped on as
-    ``<prefix>-<agent>``, :func:`sumo_cli.store.shipped.retire`): same number, same SHA-256."""
-    rows = s.execute(select(Version.id, Agent.name).join(Agent, Agent.id == Version.agent_id)
-                     .where(Version.version == v["version"], Version.sha256 == v["sha256"]).order_by(Version.id)).all()
-    found = next((vid for vid, name in rows if name.endswith("-" + v["agent"])), None)
-    return (found, v["sha256"]) if found is not None else None
 
 
 def import_run(db: Database, payload: dict) -> tuple[int, str]:

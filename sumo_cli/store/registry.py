@@ -193,6 +193,19 @@ def resolve(session: Session, text: str) -> ResolvedVersion:
     )
 
 
+def find_version(session: Session, agent: str, version: int, sha256: str) -> int | None:
+    """The id of ``agent@version`` with checkpoint ``sha256``: under that name, or, the agent retired
+    since (shipped on as ``<prefix>-<agent>``, :func:`sumo_cli.store.shipped.retire`), under its new
+    name with the same number and SHA-256; None if the database holds neither."""
+    vid = session.scalar(select(Version.id).join(Agent, Agent.id == Version.agent_id)
+                         .where(Agent.name == agent, Version.version == version, Version.sha256 == sha256))
+    if vid is not None:
+        return vid
+    rows = session.execute(select(Version.id, Agent.name).join(Agent, Agent.id == Version.agent_id)
+                           .where(Version.version == version, Version.sha256 == sha256).order_by(Version.id)).all()
+    return next((vid for vid, name in rows if name.endswith("-" + agent)), None)
+
+
 @dataclass(frozen=True)
 class Record:
     games: int
