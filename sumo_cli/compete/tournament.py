@@ -13,13 +13,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from sumo_cli import __version__
-from sumo_cli.names import parse as parse_name
 from sumo_cli.compete import ratings as R
 from sumo_cli.compete.engine import CONCURRENCY, batches, run_games_job
 from sumo_cli.compete.game import AgentData, GameSettings
 from sumo_cli.compete.population import Member
 from sumo_cli.compete.schedule import ScheduledGame, random_pairs
 from sumo_cli.errors import UserError
+from sumo_cli.names import parse as parse_name
 from sumo_cli.store.library import load_agent
 from sumo_cli.store import ownership, registry
 from sumo_cli.store import matches as store_matches
