@@ -157,6 +157,7 @@ def test_shipped_agents_fight_a_motionless_ant_as_measured(name, tmp_path, monke
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # every shipped version plays: its time grows with what ships (a guard, not a timing)
 @pytest.mark.skipif(not SHIPPED, reason="policies/ ships no agent yet")
 def test_every_shipped_version_loads_checked_and_plays(tmp_path, monkeypatch):
     """Every version in the manifest loads (its SHA-256 checked) and plays a round against a motionless
