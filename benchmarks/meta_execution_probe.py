@@ -24,11 +24,13 @@ sets the bouts a round and ``--score bouts`` counts the share of bouts won inste
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -40,9 +42,10 @@ def parse_rule(text: str) -> tuple[str, int | None, int | None, str | None, floa
     return kind, (int(size) if size else None), (int(steps) if steps else None), iw or None, float(scale or 1.0)
 
 
+@contextlib.contextmanager
 def trained_reward(alpha: float, shaping):  # noqa: ANN001, ANN201
-    """A patch of ``BatchedSumo.step`` whose results carry A's training reward (``alpha`` x shaped
-    dense + (1 - alpha) x sparse) in place of the faithful one: what the game adapts A on."""
+    """While open, ``BatchedSumo.step`` results carry A's training reward (``alpha`` x shaped dense +
+    (1 - alpha) x sparse) in place of the faithful one: what the game adapts A on."""
     import dataclasses as dc
 
     from sumo_cli.sim.sumo_env import BatchedSumo
@@ -60,7 +63,11 @@ def trained_reward(alpha: float, shaping):  # noqa: ANN001, ANN201
         self._probe_obs_a = res.obs_a
         return dc.replace(res, dense_a=alpha * dense, sparse_a=(1.0 - alpha) * res.sparse_a)
 
-    return (BatchedSumo, reset, step), (new_reset, new_step)
+    BatchedSumo.reset, BatchedSumo.step = new_reset, new_step
+    try:
+        yield
+    finally:
+        BatchedSumo.reset, BatchedSumo.step = reset, step
 
 
 def training_reward(db_url: str, name: str):  # noqa: ANN201
@@ -142,11 +149,18 @@ def main() -> None:
     ap.add_argument("--bptt", type=int, default=0, help="recurrent agents' inner gradient with the state detached "
                     "every k steps, as meta-training computed it (default 0: full backpropagation through the episode)")
     args = ap.parse_args()
+    with contextlib.ExitStack() as patches:
+        run(args, patches)
+
+
+def run(args: argparse.Namespace, patches: contextlib.ExitStack) -> None:
+    """The probe of ``args``; ``patches`` holds what it changes for the run (the reward adapted on, the BPTT window)."""
     if args.bptt:
         from sumo_cli.adapt import meta_execution
         from sumo_cli.meta import GaussianModel
 
-        meta_execution.GaussianModel = lambda spec: GaussianModel(spec, args.bptt if spec.recurrent else None)
+        windowed = lambda spec: GaussianModel(spec, args.bptt if spec.recurrent else None)  # noqa: E731
+        patches.enter_context(mock.patch.object(meta_execution, "GaussianModel", windowed))
     if args.reward:
         from sumo_cli.selfplay.sumo_vec import Shaping
 
@@ -156,8 +170,7 @@ def main() -> None:
             alpha, *coefs = (float(x) for x in args.reward.split(","))
             shaping = Shaping(*coefs)
         print(f"A adapts on {alpha:g} x {shaping} + {1 - alpha:g} x sparse", flush=True)
-        (cls, _, _), (new_reset, new_step) = trained_reward(alpha, shaping)
-        cls.reset, cls.step = new_reset, new_step
+        patches.enter_context(trained_reward(alpha, shaping))
 
     import torch
 

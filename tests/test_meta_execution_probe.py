@@ -36,12 +36,8 @@ def _bouts(steps: int, seed: int) -> list:
 def test_training_reward_patch_rescales_what_adaptation_sees():
     shaping = Shaping(control=0.02, push=0.0, move=0.0, approach=5.0, push_out=5.0)
     faithful = _bouts(40, seed=3)
-    (cls, reset, step), (new_reset, new_step) = trained_reward(0.9, shaping)
-    cls.reset, cls.step = new_reset, new_step
-    try:
+    with trained_reward(0.9, shaping):
         patched = _bouts(40, seed=3)
-    finally:
-        cls.reset, cls.step = reset, step
     assert np.array_equal(faithful[0], patched[0])
     before = faithful[0]
     for f, p in zip(faithful[1:], patched[1:]):
