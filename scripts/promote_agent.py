@@ -8,7 +8,9 @@ plan step gives is that step done: its files move to the member's folder, its pr
 was trained and adds the plan step, so `sumo population train` counts the step done from shipped and
 a later plan that asks more continues from it. Every option the step gives must equal the one its run
 was trained with; its ``--iterations`` must be the agent's final shipped version (a run trained longer
-ships the step's share: every draw is seeded by iteration). Retire the member's earlier agent first.
+ships the step's share: every draw is seeded by iteration). An agent option may name a plan step where the
+run named that step's shipped member (``--teacher pop-ant-mlp@200`` for a run taught by ``ant-mlp@200``):
+a step done from shipped plays its member's versions. Retire the member's earlier agent first.
 """
 
 from __future__ import annotations
@@ -19,11 +21,20 @@ from pathlib import Path
 
 from sumo_cli.errors import UserError
 from sumo_cli.runs import population_shipped as PS
-from sumo_cli.runs.population_plan import Step, load_plan
+from sumo_cli.runs.population_plan import AGENT_OPTIONS, Step, load_plan
 from sumo_cli.store import shipped
 
 
-def _disagreements(train: tuple[str, ...], config: dict, final: int) -> list[str]:
+def _as_members(value: str, members_of_steps: dict[str, str]) -> str:
+    """An agent option's value with every plan step it names replaced by the member that step fills."""
+    parts = []
+    for part in value.split(","):
+        name, at, version = part.strip().partition("@")
+        parts.append(members_of_steps.get(name, name) + at + version)
+    return ",".join(parts)
+
+
+def _disagreements(train: tuple[str, ...], config: dict, final: int, members_of_steps: dict[str, str]) -> list[str]:
     """The step's options that its run's stored configuration contradicts."""
     out = []
     step = Step("", "", train)
@@ -39,6 +50,8 @@ def _disagreements(train: tuple[str, ...], config: dict, final: int) -> list[str
             continue
         have = config[key]
         have = ",".join(have) if isinstance(have, list) else have
+        if flag in AGENT_OPTIONS:
+            value = _as_members(value, members_of_steps)
         same = float(have) == float(value) if isinstance(have, (int, float)) and not isinstance(have, bool) else str(have) == value
         if not same:
             out.append(f"{flag} {value} (trained with {have})")
@@ -65,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"{args.name} is a {agent.body} {agent.arch} with strategy {agent.strategy}; "
                             f"{step.name} trains a {step.body} {step.arch} with strategy {step.strategy}")
         final = agent.default_version if agent.default_version is not None else agent.versions[-1].version
-        wrong = _disagreements(step.train, agent.provenance.get("config") or {}, final)
+        members_of_steps = {s: m for m, s in plan.members().items()}
+        wrong = _disagreements(step.train, agent.provenance.get("config") or {}, final, members_of_steps)
         if wrong:
             raise UserError(f"{args.name} was not trained as {step.name} says: {'; '.join(wrong)}")
         shipped.promote(folder, args.name, step.member,

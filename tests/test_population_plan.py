@@ -44,8 +44,10 @@ def test_the_shipped_plan_fills_every_slot_of_the_papers_population_from_fresh_w
     for s in plan.steps:
         if s.strategy == "rl2":
             assert pool <= set(s.depends), s.name  # RL^2 learners train against the three-body pool
-        if s.strategy == "meta":  # from fresh weights against the learning opponents shipped beside the population
-            assert s.option("--init-from") is None and s.option("--teacher") is None, s.name
+        if s.strategy == "meta":  # from fresh weights against the learning opponents shipped beside the population,
+            assert s.option("--init-from") is None, s.name  # taught, if at all, by its body's pool MLP
+            teacher = s.option("--teacher")
+            assert teacher is None or teacher.split("@")[0] == f"pop-{s.body}-mlp" in s.depends, s.name
             assert s.option("--opponents") == "learn-ant-lstm,learn-bug-lstm,learn-spider-lstm", s.name
 
 

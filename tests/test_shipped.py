@@ -218,7 +218,9 @@ def _promote(policies: Path, step_options: str, *extra: str) -> int:
     import importlib.util
 
     plan = policies / "population.toml"
-    plan.write_text('format = "sumo-population-plan"\nformat_version = 1\n[[steps]]\nname = "pop9-ant-mlp"\n'
+    plan.write_text('format = "sumo-population-plan"\nformat_version = 1\n'
+                    '[[steps]]\nname = "pop9-bug-mlp"\nmember = "bug-mlp"\ntrain = "--body bug --arch mlp"\n'
+                    '[[steps]]\nname = "pop9-ant-mlp"\n'
                     f'member = "ant-mlp"\ntrain = "{step_options}"\n')
     spec = importlib.util.spec_from_file_location("promote_agent", Path(__file__).resolve().parents[1] / "scripts" / "promote_agent.py")
     module = importlib.util.module_from_spec(spec)
@@ -234,7 +236,8 @@ def candidate(policies: Path, tmp_path: Path) -> Path:
     base, sha = _fake_run_checkpoint(tmp_path, 7)
     shipped.ship(policies, "candidate", "ant", "mlp", "none", [(7, base, sha, 7, 700)],
                  {"command": "sumo train ...", "config": {"body": "ant", "arch": "mlp", "strategy": "none", "seed": 3,
-                                                          "alpha_init": 0.5, "opponents": ["a", "b"], "iterations": 9}},
+                                                          "alpha_init": 0.5, "opponents": ["a", "b"], "iterations": 9,
+                                                          "teacher": "bug-mlp@40"}},
                  default_version=7)
     return policies
 
@@ -255,11 +258,18 @@ def test_a_candidate_promoted_into_the_population_is_its_plan_step_done_from_shi
     assert shipped_steps(load_plan(candidate / "population.toml"))["pop9-ant-mlp"].iterations == 7
 
 
+def test_a_step_naming_a_plan_step_matches_a_run_that_named_its_member(candidate: Path, capsys):
+    assert _promote(candidate, "--body ant --arch mlp --seed 3 --teacher pop9-bug-mlp@40 --iterations 7") == 0
+    assert {a.name: a for a in shipped.read_manifest(candidate)}["ant-mlp"].provenance["shipped_as"] == "candidate"
+
+
 @pytest.mark.parametrize("options, why", [
     ("--body ant --arch mlp --seed 4 --iterations 7", "--seed 4 (trained with 3)"),
     ("--body ant --arch mlp --seed 3 --iterations 9", "--iterations 9 (its final shipped version is 7"),
     ("--body ant --arch mlp --seed 3 --alpha-init=0.1 --iterations 7", "--alpha-init 0.1 (trained with 0.5)"),
-    ("--body ant --arch mlp --seed 3 --teacher none --iterations 7", "--teacher (its run recorded no teacher)"),
+    ("--body ant --arch mlp --seed 3 --teacher none --iterations 7", "--teacher none (trained with bug-mlp@40)"),
+    ("--body ant --arch mlp --seed 3 --teacher pop9-bug-mlp@30 --iterations 7", "--teacher bug-mlp@30 (trained with bug-mlp@40)"),
+    ("--body ant --arch mlp --seed 3 --init-from x --iterations 7", "--init-from (its run recorded no init_from)"),
     ("--body ant --arch mlp --seed 3 --opponents a --iterations 7", "--opponents a (trained with a,b)"),
 ])
 def test_a_candidate_trained_otherwise_than_the_step_says_is_refused_and_nothing_moves(candidate: Path, options, why,
