@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"{args.name} was not trained as {step.name} says: {'; '.join(wrong)}")
         shipped.promote(folder, args.name, step.member,
                         {"name": step.name, "member": step.member, "train": shlex.join(step.train),
-                         "depends": list(step.depends)}, PS.PAPER_DID[step.strategy])
+                         "depends": list(step.depends)}, PS.paper_did(step))
     except UserError as exc:
         print(exc)
         return 2

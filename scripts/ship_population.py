@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 "seed": run.seed, "env_steps": env_before + steps, "iterations": offset + last,
                 "wall_seconds": round(sum(e["wall_seconds"] or 0 for e in sittings), 1),
                 "code_commit": args.code_commit, "trained_as": source, "config": run.config.get("train", {}),
-                "paper_did": PS.PAPER_DID[step.strategy], "sittings": sittings,
+                "paper_did": PS.paper_did(step), "sittings": sittings,
             }
             planned = (run.config.get("train") or {}).get("iterations")
             if planned and planned != last:

@@ -35,13 +35,23 @@ PAPER_DID = {
             "or 160 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
     "track": "a PPO agent trained like its no-adaptation sibling and tracking at execution: here the sibling's very "
              "versions, played with PPO tracking between rounds",
-    "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained; here from fresh "
-            "weights, 60 meta-updates against the learning opponents' consecutive versions (learn-*-lstm), the step "
-            "sizes starting at 0.5",
+    "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained",
     "rl2": "trained from scratch against the pool for as long as the pool trained; here 40 updates kickstarted by "
            "its body's MLP (the rl2 recipe), meeting the pool's versions at the same share of their history "
            "(--opponent-stride 5)",
 }
+
+
+def paper_did(step) -> str:  # noqa: ANN001 - a population_plan.Step
+    """What the paper did for the step's kind of agent, and what the step does instead."""
+    if step.strategy != "meta":
+        return PAPER_DID[step.strategy]
+    teacher = step.option("--teacher")
+    taught = f", kickstarted by {teacher}" if teacher and teacher != "none" else ""
+    recipe = "the meta recipe's"
+    return (f"{PAPER_DID['meta']}; here from fresh weights{taught}, {step.iterations() or recipe} meta-updates "
+            f"against {step.option('--opponents') or recipe + ' opponents'}, the step sizes starting at "
+            f"{step.option('--alpha-init') or recipe + ' value'}")
 
 
 @dataclass(frozen=True)
