@@ -208,3 +208,15 @@ def test_the_plan_continues_exactly_after_ctrl_c_or_kill_9_of_the_runner(tmp_pat
     assert state["runs"] == 2  # the interrupted run was resumed, not started again
     its = state["iterations"]
     assert len(its) == len(set(its)) == 8  # every iteration stored once
+
+
+def test_what_a_meta_step_does_instead_of_the_paper_is_read_from_its_options():
+    from sumo_cli.runs.population_shipped import PAPER_DID, paper_did
+
+    plan = parse_plan(HEADER + '[[steps]]\nname = "m"\nmember = "bug-meta"\ntrain = "--body bug --arch lstm --strategy meta '
+                      '--teacher t@5 --alpha-init 0.005 --iterations 9 --opponents a,b"\n'
+                      '[[steps]]\nname = "r"\nmember = "bug-rl2"\ntrain = "--body bug --strategy rl2"\n', Path("p.toml"))
+    said = paper_did(plan.step("m"))
+    assert said.startswith(PAPER_DID["meta"]) and "kickstarted by t@5, 9 meta-updates against a,b" in said
+    assert said.endswith("the step sizes starting at 0.005")
+    assert paper_did(plan.step("r")) == PAPER_DID["rl2"]
