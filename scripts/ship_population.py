@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             if source != step_name and not offset:
                 sys.exit(f"{source} did not continue from the shipped final stage of {step_name}'s member")
             before = prior.get(plan.step(step_name).member) if offset else None
-            held, old = PS.merged_versions(before, offset, [v.version for v in agent.versions])
+            cap = plan.step(step_name).iterations()  # a run that went on past the plan ships the plan's share
+            held, old = PS.merged_versions(before, offset, [v.version for v in agent.versions
+                                                            if cap is None or offset + v.version <= cap])
             stages = stage_versions(held)
             rows = {offset + v.version: v for v in agent.versions}
             last = rows[stages[-1]].iteration
@@ -120,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             planned = (run.config.get("train") or {}).get("iterations")
             if planned and planned != last:
-                provenance["notes"] = (f"its run was created for {planned} iterations and stopped at {last}, "
-                                       "the plan's value, when the plan was sized to one sitting; no schedule depends on the "
-                                       "planned total, so it equals a run created for that many")
+                provenance["notes"] = (f"its run was created for {planned} iterations and ships its first {last}, "
+                                       f"{offset + last} in all, the plan's value; no schedule depends on the planned total, "
+                                       "so it equals a run created for that many")
             if step.member in quality:
                 provenance["quality"] = quality[step.member]
             elif prior.get(step.member, {}).get("provenance", {}).get("quality") and \

@@ -137,6 +137,12 @@ def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, mo
     assert [rows[n]["state"] for n in ("t-ant", "t-ant-track", "t-bug")] == ["done"] * 3
     assert (rows["t-ant"]["iterations"], rows["t-ant"]["of"]) == (5, 5)
 
+    # a run that went on past its plan ships the plan's share (here to a copy: the plan asks 4 of its 5)
+    shutil.copytree(policies, tmp_path / "policies-4")
+    ant4 = _ship(db, _plan(tmp_path, 4), tmp_path / "policies-4", "c2")["ant-mlp"]
+    assert [v["version"] for v in ant4["versions"]] == [1, 2, 3, 4] and ant4["default_version"] == 4
+    assert ant4["provenance"]["iterations"] == 4 and "ships its first 1, 4 in all" in ant4["provenance"]["notes"]
+
     # shipped again: the ant's five stages over all its iterations, its sittings; the bug untouched
     second = _ship(db, _plan(tmp_path, 5), policies, "c2")
     ant = second["ant-mlp"]
