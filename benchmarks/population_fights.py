@@ -177,6 +177,15 @@ def bars(slot: str, games: dict) -> dict:
     return out
 
 
+def manifest_quality(manifest: Path) -> dict:
+    """The results :func:`write_quality` recorded in a manifest, keyed by slot as ``--out`` holds them."""
+    from sumo_cli import names
+
+    slots = set(names.all_combination_names())
+    return {e["name"]: {**e["provenance"]["quality"], "slot": e["name"]} for e in json.loads(manifest.read_text())["agents"]
+            if e["name"] in slots and (e.get("provenance") or {}).get("quality")}
+
+
 def write_quality(manifest: Path, out: dict, shas: dict) -> list[str]:
     """Each manifest entry whose default version is a measured final stage (the same SHA-256) gets
     its results as ``provenance.quality``; returns the entries written. Nothing else changes."""

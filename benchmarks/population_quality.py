@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                     "../shared/robosumo-zoo when there; empty: none); only measured against")
     ap.add_argument("--manifest", default=None, help="also write each measured final stage's results into this "
                     "manifest's entry of the same agent (same SHA-256) as provenance.quality")
-    ap.add_argument("--merge", action="store_true", help="keep the games of an existing --out file and add these")
+    ap.add_argument("--merge", action="store_true", help="keep the games of an existing --out file (without one, "
+                    "the --manifest's recorded quality) and add these")
     ap.add_argument("--out", required=True, help="JSON results by slot")
     ap.add_argument("--markdown", default=None, help="also write the results as a Markdown table")
     args = ap.parse_args(argv)
@@ -180,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
                                  opp, args.cross_rounds, seed + 10 + 2 * j + (arch == "lstm")))
     t0 = time.time()
     results: dict = {}
-    if args.merge and Path(args.out).is_file():
-        previous = json.loads(Path(args.out).read_text())
+    previous = json.loads(Path(args.out).read_text()) if args.merge and Path(args.out).is_file() else \
+        PF.manifest_quality(Path(args.manifest)) if args.merge and args.manifest else None
+    if previous:
         measured = {slot for (slot, _), *_ in jobs}
         # a slot measured now keeps only the games of the parts not measured now (its agent may have changed)
         results = {slot: {k: g for k, g in e["games"].items() if slot not in measured or _part(k) not in args.parts}

@@ -162,3 +162,22 @@ def test_the_page_shows_how_bouts_end_and_a_shipped_agents_budget_in_all_its_sit
     assert "| `spider-mlp` | motionless-ant | 3 | 33% | 0% | 0% | 67% | 400 | 500 |" in page
     assert "66.7% (2/3; 21%-94%) **below** | not met |" in page  # the timeouts vs motionless: stands off
     assert "| `spider-mlp` | 600 | 19.66 M | 2.00 |" in page
+
+
+@pytest.mark.slow
+def test_merging_without_an_out_file_starts_from_the_manifests_recorded_quality(shipped_db, tmp_path):
+    from benchmarks.population_fights import manifest_quality
+
+    manifest = tmp_path / "manifest.json"
+    shutil.copyfile(POLICIES / "manifest.json", manifest)
+    recorded = manifest_quality(manifest)
+    assert "ant-mlp" in recorded and len(recorded) > 1
+    code, out = _run(shipped_db, tmp_path, "--shipped", "--only", "ant-mlp", "--parts", "bars", "--zoo", "",
+                     "--merge", "--manifest", str(manifest))
+    assert code == 0 and sorted(out) == sorted(recorded)
+    for slot, entry in out.items():  # the slots not measured again keep their recorded games
+        if slot != "ant-mlp":
+            assert entry["games"] == recorded[slot]["games"]
+    assert out["ant-mlp"]["games"]["random"]["bouts"] == 3  # measured now, one round
+    assert {k: g for k, g in out["ant-mlp"]["games"].items() if "@" in k} == \
+           {k: g for k, g in recorded["ant-mlp"]["games"].items() if "@" in k}  # its parts not measured now stay
