@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "docs" / "runs"
 PAGE = ROOT / "docs" / "paper-scale" / "report.md"
@@ -36,15 +38,17 @@ def test_the_paper_scale_page_is_drawn_from_its_archives(cli, monkeypatch):
         assert (shown["current"]["generation"], shown["current"]["played"]) == (int(evolution[3]), int(evolution[4]))
 
 
-def test_the_second_populations_tournament_resumes_from_its_archive_on_the_shipped_population(cli, monkeypatch):
-    """The paper-scale tournament of the second plan's population, under way across sittings: its
-    archive imports against the population shipped now (every version it played, by SHA-256)."""
+@pytest.mark.parametrize("archive", ["tournament-paper-2.json.gz", "tournament-paper-3.json.gz"])
+def test_a_later_populations_tournament_resumes_from_its_archive_on_the_shipped_population(cli, monkeypatch, archive):
+    """The paper-scale tournaments of the second plan's population and of the population as of the
+    nineteenth sitting, carried across sittings: each archive imports against the population shipped
+    now (every version it played, by SHA-256)."""
     monkeypatch.setenv("SUMO_POLICIES", str(ROOT / "policies"))
-    code, out, err = cli("--db", "second.sqlite", "runs", "import", str(RUNS / "tournament-paper-2.json.gz"), "--json")
+    code, out, err = cli("--db", "later.sqlite", "runs", "import", str(RUNS / archive), "--json")
     assert code == 0, err
     imported = json.loads(out)
     assert imported["kind"] == "tournament" and imported["status"] in ("interrupted", "finished")
-    code, out, err = cli("--db", "second.sqlite", "runs", "show", str(imported["id"]), "--json")
+    code, out, err = cli("--db", "later.sqlite", "runs", "show", str(imported["id"]), "--json")
     assert code == 0, err
     shown = json.loads(out)
     assert len(shown["run"]["config"]["members"]) == 105
