@@ -28,6 +28,12 @@ def shipped_db(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
     return path
 
 
+def _shipped_default(name: str) -> int:
+    """The version the population plays of a shipped agent: its final stage."""
+    return next(a["default_version"] for a in json.loads((POLICIES / "manifest.json").read_text())["agents"]
+                if a["name"] == name)
+
+
 def _run(db: Path, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
     out = tmp_path / "q.json"
     code = PQ.main(["--db", str(db), "--rounds", "1", "--cross-rounds", "1", "--workers", "1", "--out", str(out),
@@ -40,7 +46,7 @@ def test_a_slot_and_a_candidate_say_how_their_bouts_end_and_the_manifest_gets_th
     manifest = tmp_path / "manifest.json"
     shutil.copyfile(POLICIES / "manifest.json", manifest)
     before = json.loads(manifest.read_text())
-    final = f"ant-mlp@{next(a['default_version'] for a in before['agents'] if a['name'] == 'ant-mlp')}"
+    final = f"ant-mlp@{_shipped_default('ant-mlp')}"
     code, out = _run(shipped_db, tmp_path, "--shipped", "--only", "ant-mlp", "--agent", "ant-mlp@160", "--parts", "bars",
                      "--zoo", "", "--manifest", str(manifest))
     assert code == 0
@@ -85,7 +91,7 @@ def test_merging_keeps_the_parts_not_measured_again_and_drops_a_re_measured_part
     assert code == 0
     bars = {k: g for k, g in first["ant-mlp"]["games"].items() if "@" not in k}
     doc = json.loads(json.dumps(first))
-    bug_mlp = next(k for k in first["ant-mlp"]["games"] if k.startswith("bug-mlp@"))  # its final stage, whatever it is
+    bug_mlp = f"bug-mlp@{_shipped_default('bug-mlp')}"
     doc["bug-mlp"] = {**doc["ant-mlp"], "agent": bug_mlp, "slot": "bug-mlp"}
     doc["ant-mlp"]["games"]["pop1-bug-lstm@40"] = dict(first["ant-mlp"]["games"][bug_mlp])
     (tmp_path / "q.json").write_text(json.dumps(doc))

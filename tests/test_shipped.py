@@ -279,3 +279,19 @@ def test_a_candidate_trained_otherwise_than_the_step_says_is_refused_and_nothing
     assert _promote(candidate, options) == 2
     assert why in capsys.readouterr().out
     assert (candidate / "manifest.json").read_text() == manifest and (candidate / "candidate").is_dir()
+
+
+def test_retiring_an_agent_renames_the_games_measured_against_its_versions(policies: Path, tmp_path: Path):
+    """A slot's quality names its cross-body opponents ``name@version``: once ``name`` is retired,
+    those versions ship as ``<prefix>-name``, and the games say so (an adaptive slot's ``unadapted``
+    twin too); games against other agents keep their keys."""
+    base, sha = _fake_run_checkpoint(tmp_path / "other", 5)
+    game = {"won": 1, "drawn": 0, "lost": 2, "bouts": 3}
+    quality = {"agent": "ant-lstm@5", "games": {
+        "ant-mlp@7": game, "ant-mlp@7 unadapted": game, "bug-lstm@160": game, "random": game}}
+    shipped.ship(policies, "ant-lstm", "ant", "mlp", "none", [(5, base, sha, 5, 500)], {"quality": quality})
+    shipped.retire(policies, ["ant-mlp"], "old", "re-trained")
+    after = {a["name"]: a for a in json.loads((policies / "manifest.json").read_text())["agents"]}
+    assert set(after["ant-lstm"]["provenance"]["quality"]["games"]) == {
+        "old-ant-mlp@7", "old-ant-mlp@7 unadapted", "bug-lstm@160", "random"}
+    assert after["ant-lstm"]["provenance"]["quality"]["agent"] == "ant-lstm@5"

@@ -271,8 +271,19 @@ def retire(folder: Path, names: list[str], prefix: str, why: str) -> list[str]:
     played by SHA-256, and :mod:`sumo_cli.store.archive` finds a retired one under its new name, so a
     re-shipped population does not void them. Returns the new names."""
     renames = {n: f"{prefix}-{n}" for n in names}
-    _renamed(folder, _entries(folder), renames, {n: {"retired": {"was": n, "why": why}} for n in names})
+    by_name = _entries(folder)
+    for a in by_name.values():  # games measured against a retired version name it as it ships from now on
+        quality = a["provenance"].get("quality")
+        if quality and "games" in quality:
+            quality["games"] = {_retired_key(k, renames): g for k, g in quality["games"].items()}
+    _renamed(folder, by_name, renames, {n: {"retired": {"was": n, "why": why}} for n in names})
     return list(renames.values())
+
+
+def _retired_key(key: str, renames: dict[str, str]) -> str:
+    """``name@version[ unadapted]`` with ``name`` renamed when it is retired."""
+    name, at, rest = key.partition("@")
+    return f"{renames[name]}@{rest}" if at and name in renames else key
 
 
 def promote(folder: Path, name: str, member: str, plan_step: dict, paper_did: str) -> None:
