@@ -194,17 +194,18 @@ def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stag
         values = [opts[i + 1] for i, t in enumerate(opts[:-1]) if t == flag]
         return values[-1] if values else None
 
-    for name, member in (("pop-spider-mlp", "spider-mlp"), ("pop-ant-rl2", "ant-rl2"), ("pop4-ant-meta", "ant-meta")):
+    for member in ("spider-mlp", "ant-rl2", "ant-meta"):
+        name = plan.members()[member]
         step = plan.step(name)
         opts = continue_options(step, ShippedStep(member, 150, 150, 0, (30, 60, 90, 120, 150)), 600)
         assert all(t.split("=", 1)[0] in known for t in opts if t.startswith("-"))
         assert last(opts, "--name") == name and last(opts, "--init-from") == f"{member}@150"
-        assert last(opts, "--iterations") == "450" and last(opts, "--seed") == ("7" if name == "pop4-ant-meta" else "1")
+        assert last(opts, "--iterations") == "450" and last(opts, "--seed") == ("7" if member == "ant-meta" else "1")
         opponents = last(opts, "--opponents").split(",")
-        if name == "pop-spider-mlp":  # self-play: its shipped history among its opponents, no beginner's start
+        if member == "spider-mlp":  # self-play: its shipped history among its opponents, no beginner's start
             assert opponents == ["self", "pop-ant-mlp", "pop-bug-mlp", "spider-mlp"]
             assert last(opts, "--teacher") == "none" and last(opts, "--motionless-iterations") == "0"
-        elif name == "pop-ant-rl2":  # against the pool, as planned; its teacher taught the beginner only
+        elif member == "ant-rl2":  # against the pool, as planned; its teacher taught the beginner only
             assert opponents == ["pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"] and last(opts, "--teacher") == "none"
         else:  # the learning opponents and its teacher, as planned
             assert opponents == ["learn-ant-lstm", "learn-bug-lstm", "learn-spider-lstm"]
