@@ -13,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "docs" / "runs"
 PAGE = ROOT / "docs" / "paper-scale" / "report.md"
+#: The later tournaments' own pages (scripts/report_paper_scale.sh OUT ARCHIVE), once they have one.
+PAGES = {"tournament-paper-3.json.gz": ROOT / "docs" / "paper-scale-3" / "report.md"}
 
 
 def test_the_paper_scale_page_is_drawn_from_its_archives(cli, monkeypatch):
@@ -54,6 +56,11 @@ def test_a_later_populations_tournament_resumes_from_its_archive_on_the_shipped_
     assert len(shown["run"]["config"]["members"]) == 105
     assert {m["name"].split("@")[0] for m in shown["run"]["config"]["members"]} == {
         a for a in _population_names()}
+    page = PAGES.get(archive)
+    if page is not None:  # its page states the run as the archive holds it
+        stated = re.search(r"Run 1 \((\w+)\): 105 agents, (\d+) of 1000 games rated", " ".join(page.read_text().split()))
+        assert stated, f"{page} no longer states its run"
+        assert (imported["status"], shown["results"]["rated"]) == (stated[1], int(stated[2]))
 
 
 def _population_names() -> set[str]:
