@@ -6,11 +6,18 @@
 # tournament --population 105 --physics fast --seed 2026`, `sumo evolve --generations 10 --physics fast
 # --seed 2026`, each resumed across sittings).
 # Usage: scripts/report_paper_scale.sh [OUT [ARCHIVE ...]]
-#   no arguments: docs/paper-scale/, the first population's tournament and evolution;
+#   no arguments: docs/paper-scale/, the first population's tournament and evolution (those present);
 #   e.g. scripts/report_paper_scale.sh docs/paper-scale-3 docs/runs/tournament-paper-3.json.gz
 set -euo pipefail
 OUT=${1:-docs/paper-scale}
-if [ $# -gt 1 ]; then ARCHIVES=("${@:2}"); else ARCHIVES=(docs/runs/tournament-paper.json.gz docs/runs/evolution-paper.json.gz); fi
+if [ $# -gt 1 ]; then
+  ARCHIVES=("${@:2}")
+  for archive in "${ARCHIVES[@]}"; do
+    if [ ! -f "$archive" ]; then echo "no archive at $archive" >&2; exit 2; fi
+  done
+else
+  ARCHIVES=(docs/runs/tournament-paper.json.gz docs/runs/evolution-paper.json.gz)
+fi
 DB=${DB:-/tmp/sumo-paper-scale.sqlite}
 SUMO=${SUMO:-sumo}
 rm -f "$DB"

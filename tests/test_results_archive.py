@@ -20,7 +20,7 @@ PAGES = {"tournament-paper-3.json.gz": ROOT / "docs" / "paper-scale-3" / "report
 def test_the_paper_scale_page_is_drawn_from_its_archives(cli, monkeypatch):
     monkeypatch.setenv("SUMO_POLICIES", str(ROOT / "policies"))
     page = " ".join(PAGE.read_text().split())
-    tournament = re.search(r"Run 1 \((\w+)\): 105 agents, (\d+) of 1000 games rated", page)
+    tournament = _stated_tournament(page)
     evolution = re.search(r"Run 2 \((\w+)\): 105 agents x 10 copies = 1050 members, (\d+) of 10 generations of "
                           r"1000 games(?:; generation (\d+) in play: (\d+) of 1000 games played)?", page)
     assert tournament and evolution, "the page no longer states its runs"
@@ -58,9 +58,14 @@ def test_a_later_populations_tournament_resumes_from_its_archive_on_the_shipped_
         a for a in _population_names()}
     page = PAGES.get(archive)
     if page is not None:  # its page states the run as the archive holds it
-        stated = re.search(r"Run 1 \((\w+)\): 105 agents, (\d+) of 1000 games rated", " ".join(page.read_text().split()))
+        stated = _stated_tournament(" ".join(page.read_text().split()))
         assert stated, f"{page} no longer states its run"
         assert (imported["status"], shown["results"]["rated"]) == (stated[1], int(stated[2]))
+
+
+def _stated_tournament(page: str) -> re.Match | None:
+    """How a page states its tournament (run 1): its status and the games rated."""
+    return re.search(r"Run 1 \((\w+)\): 105 agents, (\d+) of 1000 games rated", page)
 
 
 def _population_names() -> set[str]:
