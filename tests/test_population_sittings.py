@@ -209,7 +209,7 @@ def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stag
             assert opponents == ["pop-ant-mlp", "pop-bug-mlp", "pop-spider-mlp"] and last(opts, "--teacher") == "none"
         else:  # the learning opponents and its teacher, as planned
             assert opponents == ["learn-ant-lstm", "learn-bug-lstm", "learn-spider-lstm"]
-            assert last(opts, "--teacher") == "pop-ant-mlp@200"
+            assert last(opts, "--teacher") == "pop-ant-mlp@400"
 
 
 @pytest.mark.slow
