@@ -37,13 +37,21 @@ PAPER_DID = {
              "versions, played with PPO tracking between rounds",
     "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained",
     "rl2": "trained from scratch against the pool for as long as the pool trained; here 40 updates kickstarted by "
-           "its body's MLP (the rl2 recipe), meeting the pool's versions at the same share of their history "
-           "(--opponent-stride 5)",
+           "its body's MLP (the rl2 recipe)",
 }
 
 
 def paper_did(step) -> str:  # noqa: ANN001 - a population_plan.Step
     """What the paper did for the step's kind of agent, and what the step does instead."""
+    if step.strategy == "rl2":
+        teacher, stride = step.option("--teacher"), step.option("--opponent-stride")
+        if not (teacher or stride or step.iterations()):  # the recipe's values
+            return PAPER_DID["rl2"]
+        taught = f", kickstarted by {teacher}" if teacher and teacher != "none" else ""
+        meets = f", meeting the pool's versions up to {stride} x its own progress (--opponent-stride {stride})" if stride else ""
+        paper = PAPER_DID["rl2"].split("; here")[0]
+        return (f"{paper}; here {step.iterations() or 40} updates{taught} against "
+                f"{step.option('--opponents') or 'the pool'}{meets}")
     if step.strategy != "meta":
         return PAPER_DID[step.strategy]
     teacher = step.option("--teacher")
