@@ -220,3 +220,14 @@ def test_what_a_meta_step_does_instead_of_the_paper_is_read_from_its_options():
     assert said.startswith(PAPER_DID["meta"]) and "kickstarted by t@5, 9 meta-updates against a,b" in said
     assert said.endswith("the step sizes starting at 0.005")
     assert paper_did(plan.step("r")) == PAPER_DID["rl2"]
+
+
+def test_what_a_pool_step_does_instead_of_the_paper_is_read_from_its_length_and_teacher():
+    from sumo_cli.runs.population_shipped import PAPER_DID, paper_did
+
+    plan = parse_plan(HEADER + '[[steps]]\nname = "l"\nmember = "bug-lstm"\ntrain = "--body bug --arch lstm --teacher t@5 '
+                      '--iterations 200"\n[[steps]]\nname = "p"\nmember = "ant-mlp"\ntrain = "--body ant --arch mlp"\n', Path("p.toml"))
+    said = paper_did(plan.step("l"))
+    assert said.startswith(PAPER_DID["none"].split("; here")[0]) and said.endswith("; here 200 updates of 32,768 env steps, "
+                                                                                   "kickstarted by t@5 on 2 cores")
+    assert paper_did(plan.step("p")) == PAPER_DID["none"]

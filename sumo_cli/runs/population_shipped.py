@@ -52,10 +52,12 @@ def paper_did(step) -> str:  # noqa: ANN001 - a population_plan.Step
         paper = PAPER_DID["rl2"].split("; here")[0]
         return (f"{paper}; here {step.iterations() or 40} updates{taught} against "
                 f"{step.option('--opponents') or 'the pool'}{meets}")
-    if step.strategy != "meta":
-        return PAPER_DID[step.strategy]
     teacher = step.option("--teacher")
     taught = f", kickstarted by {teacher}" if teacher and teacher != "none" else ""
+    if step.strategy == "none" and step.iterations():
+        return f"{PAPER_DID['none'].split('; here')[0]}; here {step.iterations()} updates of 32,768 env steps{taught} on 2 cores"
+    if step.strategy != "meta":
+        return PAPER_DID[step.strategy]
     recipe = "the meta recipe's"
     return (f"{PAPER_DID['meta']}; here from fresh weights{taught}, {step.iterations() or recipe} meta-updates "
             f"against {step.option('--opponents') or recipe + ' opponents'}, the step sizes starting at "
