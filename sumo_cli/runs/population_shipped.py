@@ -32,7 +32,7 @@ LOCAL, SHIPPED = "locally", "from shipped"
 #: What the paper did where the plan takes a shortcut, by strategy.
 PAPER_DID = {
     "none": "trained by PPO self-play for thousands of iterations of 32,000 episodes on a cluster; here 400-1250 (MLP) "
-            "or 160 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
+            "or 160-200 (LSTM, kickstarted by its body's MLP) updates of 32,768 env steps on 2 cores",
     "track": "a PPO agent trained like its no-adaptation sibling and tracking at execution: here the sibling's very "
              "versions, played with PPO tracking between rounds",
     "meta": "meta-trained from scratch against the pre-trained pool for as long as the pool trained",
