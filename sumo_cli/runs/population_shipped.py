@@ -43,23 +43,21 @@ PAPER_DID = {
 
 def paper_did(step) -> str:  # noqa: ANN001 - a population_plan.Step
     """What the paper did for the step's kind of agent, and what the step does instead."""
-    if step.strategy == "rl2":
-        teacher, stride = step.option("--teacher"), step.option("--opponent-stride")
-        if not (teacher or stride or step.iterations()):  # the recipe's values
-            return PAPER_DID["rl2"]
-        taught = f", kickstarted by {teacher}" if teacher and teacher != "none" else ""
-        meets = f", meeting the pool's versions up to {stride} x its own progress (--opponent-stride {stride})" if stride else ""
-        paper = PAPER_DID["rl2"].split("; here")[0]
-        return (f"{paper}; here {step.iterations() or 40} updates{taught} against "
-                f"{step.option('--opponents') or 'the pool'}{meets}")
-    teacher = step.option("--teacher")
+    teacher, iterations = step.option("--teacher"), step.iterations()
     taught = f", kickstarted by {teacher}" if teacher and teacher != "none" else ""
-    if step.strategy == "none" and step.iterations():
-        return f"{PAPER_DID['none'].split('; here')[0]}; here {step.iterations()} updates of 32,768 env steps{taught} on 2 cores"
+    paper = PAPER_DID[step.strategy].split("; here")[0]
+    if step.strategy == "rl2":
+        stride = step.option("--opponent-stride")
+        if not (teacher or stride or iterations):  # the recipe's values
+            return PAPER_DID["rl2"]
+        meets = f", meeting the pool's versions up to {stride} x its own progress (--opponent-stride {stride})" if stride else ""
+        return f"{paper}; here {iterations or 40} updates{taught} against {step.option('--opponents') or 'the pool'}{meets}"
+    if step.strategy == "none" and iterations:
+        return f"{paper}; here {iterations} updates of 32,768 env steps{taught} on 2 cores"
     if step.strategy != "meta":
         return PAPER_DID[step.strategy]
     recipe = "the meta recipe's"
-    return (f"{PAPER_DID['meta']}; here from fresh weights{taught}, {step.iterations() or recipe} meta-updates "
+    return (f"{paper}; here from fresh weights{taught}, {iterations or recipe} meta-updates "
             f"against {step.option('--opponents') or recipe + ' opponents'}, the step sizes starting at "
             f"{step.option('--alpha-init') or recipe + ' value'}")
 
