@@ -43,6 +43,17 @@ def _run_iterations(s, agent) -> tuple[Run, dict]:  # noqa: ANN001
     return run, {i.iteration: i for i in s.scalars(select(Iteration).where(Iteration.run_id == run.id))}
 
 
+def _prior_entry(prior: dict[str, dict], member: str, step_name: str) -> dict | None:
+    """The member's shipped entry that a continued step's run started from; when the member was retired
+    first (scripts/retire_agents.py, so the archived runs keep the versions they played), the latest entry
+    it was retired to from that step."""
+    if member in prior:
+        return prior[member]
+    retired = [e for e in prior.values() if (e["provenance"].get("retired") or {}).get("was") == member
+               and (e["provenance"].get("plan_step") or {}).get("name") == step_name]
+    return max(retired, key=lambda e: e["provenance"].get("iterations") or 0, default=None)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True)
@@ -95,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             offset = PS.continued_from(s, plan.step(step_name), run.config or {})  # iterations shipped before its run
             if source != step_name and not offset:
                 sys.exit(f"{source} did not continue from the shipped final stage of {step_name}'s member")
-            before = prior.get(plan.step(step_name).member) if offset else None
+            before = _prior_entry(prior, plan.step(step_name).member, step_name) if offset else None
             cap = plan.step(step_name).iterations()  # a run that went on past the plan ships the plan's share
             held, old = PS.merged_versions(before, offset, [v.version for v in agent.versions
                                                             if cap is None or offset + v.version <= cap])

@@ -142,6 +142,15 @@ def test_a_plan_continues_from_what_shipped_on_a_fresh_machine(cli, tmp_path, mo
     ant4 = _ship(db, _plan(tmp_path, 4), tmp_path / "policies-4", "c2")["ant-mlp"]
     assert [v["version"] for v in ant4["versions"]] == [1, 2, 3, 4] and ant4["default_version"] == 4
     assert ant4["provenance"]["iterations"] == 4 and "ships its first 1, 4 in all" in ant4["provenance"]["notes"]
+    # retired first (the archives played its versions), the member ships its stages from the retired entry's files
+    from sumo_cli.store import shipped
+
+    shutil.copytree(policies, tmp_path / "policies-retired")
+    shipped.retire(tmp_path / "policies-retired", ["ant-mlp", "ant-mlp-track"], "old", "replaced by its longer step")
+    renewed = _ship(db, _plan(tmp_path, 5), tmp_path / "policies-retired", "c2")
+    assert [v["version"] for v in renewed["ant-mlp"]["versions"]] == [1, 2, 3, 4, 5]
+    assert [v["version"] for v in renewed["old-ant-mlp"]["versions"]] == [1, 2, 3]
+    assert (tmp_path / "policies-retired" / "ant-mlp" / "v00001.safetensors").is_file()
 
     # shipped again: the ant's five stages over all its iterations, its sittings; the bug untouched
     second = _ship(db, _plan(tmp_path, 5), policies, "c2")
