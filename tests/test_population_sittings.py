@@ -242,3 +242,56 @@ def test_a_sitting_run_under_another_name_ships_as_its_steps(cli, tmp_path, monk
     assert code == 0, err
     with pytest.raises(SystemExit, match="did not continue"):
         _ship(db, _plan(tmp_path, 5), policies, "c3", "--trained-as", "t-ant=fresh-ant", "--only", "t-ant")
+
+
+@pytest.mark.slow
+def test_a_step_whose_member_a_newer_step_took_over_is_found_from_shipped_under_its_retired_name(cli, tmp_path, monkeypatch):
+    """A newer step fills the slot of an older one that still teaches it: the older member retired
+    (scripts/retire_agents.py), a fresh machine counts the older step done from shipped under the
+    retired name, so only the newer step trains, taught by the retired versions."""
+    from sumo_cli.store import shipped
+
+    db, policies, _ = _first_sitting(cli, tmp_path, monkeypatch)  # t-ant fills ant-mlp with 3 iterations
+    shipped.retire(policies, ["ant-mlp", "ant-mlp-track"], "old", "a newer step fills the slot")
+    plan = tmp_path / "plan-taken-over.toml"
+    plan.write_text(HEADER + f"""
+[[steps]]
+name = "t-ant"
+train = "--body ant --arch mlp {TINY} --iterations 3"
+
+[[steps]]
+name = "t-ant2"
+member = "ant-mlp"
+train = "--body ant --arch mlp {TINY} --teacher t-ant@3 --iterations 1"
+
+[[steps]]
+name = "t-ant-track"
+member = "ant-mlp-track"
+weights_of = "t-ant2"
+
+[[steps]]
+name = "t-bug"
+member = "bug-mlp"
+train = "--body bug --arch mlp {TINY} --iterations 2"
+""")
+    _fresh_machine(tmp_path)
+    monkeypatch.setenv("SUMO_POLICIES", str(policies))
+    code, out, err = cli("population", "show", "--plan", plan, "--json")
+    assert code == 0, err
+    rows = {r["step"]: r for r in json.loads(out)["steps"]}
+    assert rows["t-ant"]["state"] == "done (from shipped)" and rows["t-ant"]["shipped"] == "old-ant-mlp@3"
+    assert rows["t-ant2"]["state"] == "to do" and rows["t-bug"]["state"] == "done (from shipped)"
+    code, _, err = cli("population", "train", "--plan", plan)
+    assert code == 0, err
+    from sumo_cli.store import registry
+    from sumo_cli.store.database import Database
+    from sumo_cli.store.models import Run
+
+    d = Database(f"sqlite:///{db}")
+    with d.read() as s:
+        runs = {r.config["train"].get("init_from"): r.config["train"].get("teacher") for r in s.query(Run).all()}
+        taught_by = registry.get_agent(s, "t-ant")
+        assert sorted(v.version for v in taught_by.versions) == [1, 2, 3]  # the retired member's files
+        assert all(Path(v.checkpoint_path).is_relative_to(policies / "old-ant-mlp") for v in taught_by.versions)
+    d.dispose()
+    assert runs == {"": "t-ant@3"}  # one run, the newer step's, taught by the older step's shipped versions

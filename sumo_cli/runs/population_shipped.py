@@ -9,7 +9,9 @@ shipped versions among its opponents (its early history), without the teacher an
 start it had as a beginner (a meta step's learnt step sizes start afresh: --init-from takes the
 policy and its observation statistics). When the plan asks no more than shipped, the step is done
 from shipped: the shipped versions are registered under the step's name (the same files and
-hashes), so the steps that name it find them. Shipped versions are numbered by the iterations done in all, so a continued
+hashes), so the steps that name it find them. A step that fills no slot any more (a newer step took
+its member over, and it still teaches or plays in others) is found under the name its member was
+retired to. Shipped versions are numbered by the iterations done in all, so a continued
 run's iteration ``i`` is the agent's iteration ``shipped + i``.
 
 No torch and no SQLAlchemy here: the manifest is read by the shipped-policies module, the database
@@ -80,10 +82,18 @@ def _read_manifest() -> list:
 
 def shipped_steps(plan) -> dict[str, ShippedStep]:  # noqa: ANN001 - a population_plan.Plan
     """step name -> what the manifest (``policies/``, or ``SUMO_POLICIES``) ships from it."""
-    by_name = {a.name: a for a in _read_manifest()}
+    agents = _read_manifest()
+    by_name = {a.name: a for a in agents}
+    # A step that fills no slot now (a newer step took its member over; it still teaches or plays in
+    # others) ships under the name its member was retired to, found by the step its provenance names.
+    retired = {}
+    for a in sorted((a for a in agents if a.provenance.get("retired")), key=lambda a: int(a.provenance.get("iterations") or 0)):
+        retired[(a.provenance.get("plan_step") or {}).get("name")] = a  # the longest, if it was retired twice
     out = {}
     for step in plan.steps:
-        agent = by_name.get(step.member) if step.member and step.trains else None
+        if not step.trains:
+            continue
+        agent = by_name.get(step.member) if step.member else retired.get(step.name)
         if agent is None or not agent.versions:
             continue
         prov = agent.provenance
@@ -91,7 +101,7 @@ def shipped_steps(plan) -> dict[str, ShippedStep]:  # noqa: ANN001 - a populatio
             continue
         final = agent.default_version if agent.default_version is not None else agent.versions[-1].version
         row = next((v for v in agent.versions if v.version == final), agent.versions[-1])
-        out[step.name] = ShippedStep(step.member, final, int(prov.get("iterations") or row.iteration or final),
+        out[step.name] = ShippedStep(agent.name, final, int(prov.get("iterations") or row.iteration or final),
                                      int(prov.get("env_steps") or row.env_steps or 0), tuple(v.version for v in agent.versions))
     return out
 
