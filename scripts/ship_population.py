@@ -98,6 +98,14 @@ def main(argv: list[str] | None = None) -> int:
             if agent is None or not agent.versions:
                 sys.exit(f"step {source} has no versions in {args.db}: train the plan first")
             if PS.from_shipped(agent):  # done from what shipped: it ships as it did
+                sibling = prior.get(plan.step(step.weights_of).member) if step.weights_of else None
+                if step.member not in prior and sibling is not None:  # the tracking sibling of a promoted member
+                    provenance = {"plan_step": {"name": step.name, "member": step.member, "weights_of": step.weights_of,
+                                                "depends": list(step.depends)},
+                                  **{k: v for k, v in sibling["provenance"].items() if k not in ("plan_step", "quality", "paper_did")},
+                                  "paper_did": PS.paper_did(step)}
+                    by_step[step.name] = (step, sibling["versions"], None, None, provenance)
+                    continue
                 if step.member not in prior:
                     sys.exit(f"step {source} plays the shipped {PS.from_shipped(agent)}, which {to} does not ship")
                 by_step[step.name] = (step, None, None, None, None)

@@ -209,7 +209,7 @@ def test_a_step_continues_with_options_of_sumo_train_from_its_shipped_final_stag
         opts = continue_options(step, ShippedStep(member, 150, 150, 0, (30, 60, 90, 120, 150)), 600)
         assert all(t.split("=", 1)[0] in known for t in opts if t.startswith("-"))
         assert last(opts, "--name") == name and last(opts, "--init-from") == f"{member}@150"
-        assert last(opts, "--iterations") == "450" and last(opts, "--seed") == ("7" if member == "ant-meta" else "1")
+        assert last(opts, "--iterations") == "450" and last(opts, "--seed") == {"ant-meta": "7", "spider-mlp": "2"}.get(member, "1")
         opponents = last(opts, "--opponents").split(",")
         if member == "spider-mlp":  # self-play: its shipped history among its opponents, no beginner's start
             assert opponents == ["self", "pop-ant-mlp", "pop-bug-mlp", "spider-mlp"]
@@ -295,3 +295,48 @@ train = "--body bug --arch mlp {TINY} --iterations 2"
         assert all(Path(v.checkpoint_path).is_relative_to(policies / "old-ant-mlp") for v in taught_by.versions)
     d.dispose()
     assert runs == {"": "t-ant@3"}  # one run, the newer step's, taught by the older step's shipped versions
+
+
+def _script(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.slow
+def test_the_tracking_sibling_of_a_member_promoted_from_beside_the_population_ships_its_versions(cli, tmp_path, monkeypatch):
+    """An agent trained beside the population (scripts/ship_policy.py) and promoted into a newer step's
+    slot (scripts/promote_agent.py): shipping that step writes its tracking sibling, which plays the
+    promoted versions, where the sibling of the retired member shipped before."""
+    from sumo_cli.store import shipped
+
+    db, policies, _ = _first_sitting(cli, tmp_path, monkeypatch)
+    shipped.retire(policies, ["ant-mlp", "ant-mlp-track"], "old", "a newer step fills the slot")
+    code, _, err = cli("train", "--body", "ant", "--arch", "mlp", *TINY.split(), "--iterations", "1", "--name", "cand")
+    assert code == 0, err
+    assert _script("ship_policy").main(["--db", str(db), "--agent", "cand", "--versions", "1", "--as", "cand",
+                                        "--command", "sumo train ...", "--code-commit", "c2", "--to", str(policies)]) == 0
+    plan = tmp_path / "plan-promoted.toml"
+    plan.write_text(HEADER + PLAN.replace("ANT_ITERATIONS", "3").replace(
+        'name = "t-ant"\nmember = "ant-mlp"', 'name = "t-ant"').replace('weights_of = "t-ant"', 'weights_of = "t-ant2"') + f"""
+[[steps]]
+name = "t-ant2"
+member = "ant-mlp"
+train = "--body ant --arch mlp --seed 1 --iterations 1"
+""")
+    assert _script("promote_agent").main(["cand", "--step", "t-ant2", "--plan", str(plan), "--to", str(policies)]) == 0
+    _fresh_machine(tmp_path)
+    monkeypatch.setenv("SUMO_POLICIES", str(policies))
+    code, _, err = cli("population", "train", "--plan", plan)  # every step done from shipped: nothing trains
+    assert code == 0, err
+    agents = _ship(db, plan, policies, "c3", "--only", "t-ant2")
+    track, member = agents["ant-mlp-track"], agents["ant-mlp"]
+    assert track["strategy"] == "track" and track["versions"] == member["versions"]
+    assert member["provenance"]["plan_step"]["name"] == "t-ant2"
+    assert track["provenance"]["plan_step"] == {"name": "t-ant-track", "member": "ant-mlp-track", "weights_of": "t-ant2",
+                                                "depends": ["t-ant2"]}
+    assert track["provenance"]["trained_as"] == "cand" and "quality" not in track["provenance"]
+    assert [v["version"] for v in agents["old-ant-mlp-track"]["versions"]] == [1, 2, 3]  # the retired sibling ships on
