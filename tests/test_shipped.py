@@ -191,12 +191,12 @@ def test_a_fresh_database_holds_the_papers_population_of_105(tmp_path, monkeypat
                                                 ("mlp-none", "mlp-track", "mlp-meta", "lstm-none", "lstm-track", "lstm-meta", "lstm-rl2")}
     assert Counter(m.body for m in members) == {"ant": 35, "bug": 35, "spider": 35}
     total = sum(p.stat().st_size for p in REPO_POLICIES.rglob("*.safetensors"))
-    # policies/ about 126 MB in all: tracking agents share their sibling's files, learning opponents are
+    # policies/ about 130 MB in all: tracking agents share their sibling's files, learning opponents are
     # float16; earlier plans' re-trained agents stay for the archives that played them (pop1-* and pop2-*,
     # 27 MB; pop4-* and the pop3- LSTMs, played by the third population's tournament) and as the measured
     # alternatives of the lab record (pop3-* and pop5-*, 15 MB in all); each further re-trained slot keeps
     # its earlier versions (under 2 MB)
-    assert total < 130e6
+    assert total < 135e6
 
 
 def test_every_command_sees_the_shipped_agents_on_a_fresh_database(policies, cli):
