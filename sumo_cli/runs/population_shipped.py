@@ -84,9 +84,7 @@ def shipped_steps(plan) -> dict[str, ShippedStep]:  # noqa: ANN001 - a populatio
     """step name -> what the manifest (``policies/``, or ``SUMO_POLICIES``) ships from it."""
     agents = _read_manifest()
     by_name = {a.name: a for a in agents}
-    # A step that fills no slot now (a newer step took its member over; it still teaches or plays in
-    # others) ships under the name its member was retired to, found by the step its provenance names.
-    retired = {}
+    retired = {}  # a step that fills no slot now -> its member, retired (module docstring)
     for a in sorted((a for a in agents if a.provenance.get("retired")), key=lambda a: int(a.provenance.get("iterations") or 0)):
         retired[(a.provenance.get("plan_step") or {}).get("name")] = a  # the longest, if it was retired twice
     out = {}
