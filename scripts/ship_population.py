@@ -32,6 +32,7 @@ from sqlalchemy import select
 
 from sumo_cli.store import shipped
 from sumo_cli.compete.population import stage_versions
+from sumo_cli.runs import population_shipped as PS
 from sumo_cli.runs.population_plan import default_plan_path, load_plan
 from sumo_cli.store import registry
 from sumo_cli.store.database import Database
@@ -47,11 +48,7 @@ def _prior_entry(prior: dict[str, dict], member: str, step_name: str) -> dict | 
     """The member's shipped entry that a continued step's run started from; when the member was retired
     first (scripts/retire_agents.py, so the archived runs keep the versions they played), the latest entry
     it was retired to from that step."""
-    if member in prior:
-        return prior[member]
-    retired = [e for e in prior.values() if (e["provenance"].get("retired") or {}).get("was") == member
-               and (e["provenance"].get("plan_step") or {}).get("name") == step_name]
-    return max(retired, key=lambda e: e["provenance"].get("iterations") or 0, default=None)
+    return prior[member] if member in prior else PS.latest_retired(prior.values(), step_name, lambda e: e["provenance"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     trained_as = dict(a.split("=", 1) for a in args.trained_as)
     only = {n.strip() for n in args.only.split(",") if n.strip()}
-    from sumo_cli.runs import population_shipped as PS
 
     plan = load_plan(args.plan)
     quality = json.loads(Path(args.quality).read_text()) if args.quality else {}

@@ -80,18 +80,23 @@ def _read_manifest() -> list:
     return shipped.read_manifest()
 
 
+def latest_retired(entries, step_name: str, provenance=lambda e: e.provenance):  # noqa: ANN001
+    """The entry a step's member was retired to (scripts/retire_agents.py), the longest if it was
+    retired more than once, else None; ``provenance`` reads an entry's (a manifest dict's too)."""
+    retired = [e for e in entries if provenance(e).get("retired")
+               and (provenance(e).get("plan_step") or {}).get("name") == step_name]
+    return max(retired, key=lambda e: int(provenance(e).get("iterations") or 0), default=None)
+
+
 def shipped_steps(plan) -> dict[str, ShippedStep]:  # noqa: ANN001 - a population_plan.Plan
     """step name -> what the manifest (``policies/``, or ``SUMO_POLICIES``) ships from it."""
     agents = _read_manifest()
     by_name = {a.name: a for a in agents}
-    retired = {}  # a step that fills no slot now -> its member, retired (module docstring)
-    for a in sorted((a for a in agents if a.provenance.get("retired")), key=lambda a: int(a.provenance.get("iterations") or 0)):
-        retired[(a.provenance.get("plan_step") or {}).get("name")] = a  # the longest, if it was retired twice
     out = {}
     for step in plan.steps:
         if not step.trains:
             continue
-        agent = by_name.get(step.member) if step.member else retired.get(step.name)
+        agent = by_name.get(step.member) if step.member else latest_retired(agents, step.name)
         if agent is None or not agent.versions:
             continue
         prov = agent.provenance
